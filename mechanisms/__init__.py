@@ -1,0 +1,21 @@
+"""Differentially private median mechanisms (importable without Hydra).
+
+>>> import numpy as np, mechanisms
+>>> release = mechanisms.make("duff", epsilon=1.0).release(np.arange(11.0), (0, 10))
+>>> release.true_value
+5.0
+"""
+
+from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release
+from mechanisms.registry import available, get, make, register
+
+__all__ = [
+    "Guarantee",
+    "Mechanism",
+    "Neighbouring",
+    "Release",
+    "available",
+    "get",
+    "make",
+    "register",
+]

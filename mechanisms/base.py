@@ -1,0 +1,241 @@
+"""The interface every median mechanism implements, its guarantee, and input checks.
+
+Shape (after ``scipy.stats`` frozen distributions): a :class:`Mechanism` is
+configured once from its privacy parameters; ``mechanism.release(data, bounds)``
+bounds and sorts the data and returns a :class:`Release`, *the output
+distribution of the mechanism on that one dataset*, with ``sample`` and an exact
+``cdf``.  All per-dataset work happens in ``release``; ``sample`` only draws.
+
+Conventions shared by all mechanisms
+------------------------------------
+* The statistic is the **lower median** of the bounded data: the element of
+  rank ``m = ceil(n / 2)`` (1-based), i.e. ``(n + 1) / 2`` for odd ``n`` and
+  ``n / 2`` for even ``n`` (Duff paper, section 4.1).
+* The lower median of the empty dataset is defined as the lower bound ``a``.
+  The empty dataset is reachable under add/remove neighbours (and after
+  ``bounding="drop"``), so every mechanism must handle it; with this convention
+  the smooth sensitivity formulas stay valid (padding ``x_i = a`` for ``i < 1``).
+* Errors depend only on public arguments (smartnoise-sdk #572); NaN or infinite
+  data is the one documented exception, rejected before any private step.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+BOUNDING_METHODS = ("clip", "drop")
+
+
+class Neighbouring(str, enum.Enum):
+    """Which datasets count as neighbours in the privacy definition."""
+
+    ADD_REMOVE = "add_remove"
+    """S' is S with one element added or removed (Duff paper, Definition 1)."""
+    REPLACE_ONE = "replace_one"
+    """S' is S with one element replaced by another (same size)."""
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """A mechanism's privacy guarantee, as data.
+
+    ``epsilon`` and ``delta`` are the (ε, δ)-DP guarantee the mechanism
+    satisfies (``delta == 0`` for pure DP).  For mechanisms analysed in
+    zero-concentrated DP, ``rho`` is the ρ-zCDP guarantee and (ε, δ) is what it
+    was converted to.  ``data_dependent_tuning`` is True when parameters were
+    chosen by optimising over the private data (the Duff paper's "oracle"
+    choice), in which case the stated guarantee does **not** cover the release.
+    """
+
+    epsilon: float
+    delta: float
+    neighbouring: Neighbouring
+    rho: float | None = None
+    data_dependent_tuning: bool = False
+    source: str = ""
+
+    @property
+    def kind(self) -> str:
+        """``"pure"``, ``"approximate"`` or ``"zcdp"``."""
+        if self.rho is not None:
+            return "zcdp"
+        return "pure" if self.delta == 0 else "approximate"
+
+    def __str__(self) -> str:
+        if self.rho is not None:
+            core = f"{self.rho:.6g}-zCDP => ({self.epsilon:.6g}, {self.delta:.3g})-DP"
+        elif self.delta == 0:
+            core = f"{self.epsilon:.6g}-DP"
+        else:
+            core = f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
+        text = f"{core}, {self.neighbouring.value} neighbours"
+        if self.data_dependent_tuning:
+            text += ", NOT private: parameters tuned on the private data"
+        return text
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float, or raise ``ValueError`` unless finite and > 0."""
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive finite number, got {epsilon!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {epsilon!r}")
+    return value
+
+
+def check_delta(delta: float | None, *, required: bool, mechanism: str) -> float | None:
+    """Validate δ: required in (0, 1) for approximate-DP mechanisms, absent otherwise."""
+    if not required:
+        if delta is not None:
+            raise ValueError(
+                f"delta: {mechanism} does not use delta (its guarantee has delta = 0); "
+                f"got delta={delta!r}"
+            )
+        return None
+    if delta is None:
+        raise ValueError(f"delta: {mechanism} needs delta in (0, 1)")
+    try:
+        value = float(delta)
+    except (TypeError, ValueError):
+        raise ValueError(f"delta must be a number in (0, 1), got {delta!r}") from None
+    if not (0.0 < value < 1.0):
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return value
+
+
+def check_choice(value: str, choices: tuple[str, ...], name: str) -> str:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value
+
+
+def check_data(data: object) -> np.ndarray:
+    """Return ``data`` as a 1-D float64 array; reject empty, 2-D, NaN and ±inf input."""
+    try:
+        x = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("data must be a 1-D array of real numbers") from None
+    if x.ndim != 1:
+        raise ValueError(f"data must be 1-D, got an array of shape {x.shape}")
+    if x.size == 0:
+        raise ValueError("data is empty")
+    if not np.isfinite(x).all():
+        raise ValueError("data contains NaN or infinite values")
+    return x
+
+
+def check_bounds(bounds: object) -> tuple[float, float]:
+    """Return the public range ``(a, b)`` as floats with ``a < b``, both finite."""
+    try:
+        lower, upper = (float(v) for v in bounds)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be a pair (a, b) of numbers, got {bounds!r}") from None
+    if not (math.isfinite(lower) and math.isfinite(upper)):
+        raise ValueError(f"bounds must be finite, got {bounds!r}")
+    if not lower < upper:
+        raise ValueError(f"bounds must satisfy a < b, got {bounds!r}")
+    return lower, upper
+
+
+def check_size(size: int) -> int:
+    """Validate a sample size (a non-negative integer)."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"size must be a non-negative integer, got {size!r}")
+    return int(size)
+
+
+def check_rng(rng: object) -> np.random.Generator:
+    """Require a ``numpy.random.Generator`` (no hidden global state)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def bound_data(x: np.ndarray, lower: float, upper: float, method: str) -> np.ndarray:
+    """Bound ``x`` to ``[lower, upper]`` by clipping or by dropping outside points."""
+    if method == "clip":
+        return np.clip(x, lower, upper)
+    return x[(x >= lower) & (x <= upper)]
+
+
+def lower_median(sorted_x: np.ndarray, lower: float) -> float:
+    """The lower median ``x_(ceil(n/2))`` of sorted data; ``lower`` for empty data."""
+    if sorted_x.size == 0:
+        return float(lower)
+    return float(sorted_x[(sorted_x.size - 1) // 2])
+
+
+# ---------------------------------------------------------------------- interfaces
+
+
+class Release(ABC):
+    """The output distribution of a mechanism on one bounded dataset.
+
+    Attributes: ``lower``/``upper`` (the public bounds), ``n`` (size of the
+    bounded data) and ``true_value`` (the non-private lower median).
+    """
+
+    lower: float
+    upper: float
+    n: int
+    true_value: float
+
+    @abstractmethod
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw ``size`` independent private estimates."""
+
+    @abstractmethod
+    def cdf(self, x: np.ndarray | float) -> np.ndarray:
+        """``P(M(S) <= x)``, vectorised, exact up to floating-point error (atoms included)."""
+
+
+class Mechanism(ABC):
+    """A DP median mechanism configured with its privacy parameters.
+
+    Subclasses set ``name``, ``requires_delta`` and ``neighbouring`` and
+    implement :meth:`_release` on sorted bounded data and :attr:`guarantee`.
+    """
+
+    name: ClassVar[str]
+    requires_delta: ClassVar[bool] = False
+    neighbouring: Neighbouring = Neighbouring.ADD_REMOVE
+
+    def __init__(
+        self, *, epsilon: float, delta: float | None = None, bounding: str = "clip"
+    ) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_delta(delta, required=self.requires_delta, mechanism=self.name)
+        self.bounding = check_choice(bounding, BOUNDING_METHODS, "bounding")
+
+    @property
+    @abstractmethod
+    def guarantee(self) -> Guarantee:
+        """The privacy guarantee of every release of this mechanism."""
+
+    def release(self, data: object, bounds: object) -> Release:
+        """Bound ``data`` to ``bounds = (a, b)`` and return the output distribution."""
+        x = check_data(data)
+        lower, upper = check_bounds(bounds)
+        bounded = bound_data(x, lower, upper, self.bounding)  # always a fresh array
+        bounded.sort()
+        return self._release(bounded, lower, upper)
+
+    @abstractmethod
+    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+        """Build the release from sorted data already inside ``[lower, upper]``."""
+
+    def __repr__(self) -> str:
+        delta = "" if self.delta is None else f", delta={self.delta:g}"
+        return f"{type(self).__name__}(epsilon={self.epsilon:g}{delta})"
