@@ -32,7 +32,7 @@ import numpy as np
 BOUNDING_METHODS = ("clip", "drop")
 
 
-class Neighbouring(str, enum.Enum):
+class Neighbouring(enum.StrEnum):
     """Which datasets count as neighbours in the privacy definition."""
 
     ADD_REMOVE = "add_remove"

@@ -8,6 +8,7 @@ time by calling :func:`register` on its class.
 
 from __future__ import annotations
 
+import inspect
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
@@ -35,7 +36,9 @@ def register(cls: _M) -> _M:
         raise ValueError(f"{cls.__qualname__} must define a non-empty class attribute `name`")
     existing = _REGISTRY.get(name)
     if existing is not None and existing is not cls:
-        raise ValueError(f"mechanism name {name!r} is already registered by {existing.__qualname__}")
+        raise ValueError(
+            f"mechanism name {name!r} is already registered by {existing.__qualname__}"
+        )
     _REGISTRY[name] = cls
     return cls
 
@@ -67,5 +70,34 @@ def get(name: str) -> type[Mechanism]:
 
 
 def make(name: str, *, epsilon: float, delta: float | None = None, **options: Any) -> Mechanism:
-    """Configure the mechanism ``name`` with its privacy parameters and options."""
-    return get(name)(epsilon=epsilon, delta=delta, **options)
+    """Configure the mechanism ``name`` with its privacy parameters and options.
+
+    An option the mechanism does not take is a ``ValueError`` naming it and
+    the options it does take, not a bare ``TypeError`` from the constructor.
+    """
+    cls = get(name)
+    accepted = _options_of(cls)
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ValueError(
+            f"options: {name!r} does not take {', '.join(unknown)}; "
+            f"it takes {', '.join(sorted(accepted)) or 'no options'}"
+        )
+    return cls(epsilon=epsilon, delta=delta, **options)
+
+
+def _options_of(cls: type[Mechanism]) -> set[str]:
+    """Keyword options of ``cls`` other than ε and δ, following ``**options`` up the MRO."""
+    accepted: set[str] = set()
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        parameters = inspect.signature(vars(klass)["__init__"]).parameters.values()
+        accepted |= {
+            p.name
+            for p in parameters
+            if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        }
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            break
+    return accepted - {"self", "epsilon", "delta"}

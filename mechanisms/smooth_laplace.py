@@ -1,0 +1,174 @@
+r"""SMOOTHSENS_{ε,δ}: Laplace noise scaled to the β-smooth sensitivity, (ε, δ)-DP.
+
+Duff paper, Proposition 2 (citing Bun & Steinke 2019, Theorem 34): for
+``α, β > 0`` with
+
+    ε >= α + (e^β - 1)·log(1/δ) - β,                                    (P2)
+
+``M(S) = T(S) + SS_β(S)/α · Z``, ``Z ~ Lap(1)``, is (ε, δ)-DP.
+
+Check of (P2) (derived here; the text of [7, Thm 34] was not available).  Let
+``x ~ x'`` with scales ``c = SS_β(x)/α`` and ``c' = e^{-τ}c`` (``|τ| <= β``, the
+smoothness of ``SS_β``).  The medians differ by at most
+``min(LS(x), LS(x')) <= α·min(c, c')``.  In units of ``c``:
+
+* ``τ >= 0`` (``x'`` less noisy): the privacy loss at ``z`` is at most
+  ``α - τ + (e^τ - 1)|z|``, which exceeds ε only if ``|Z| > L = log(1/δ)``
+  when ``ε >= α + (e^τ - 1)L - τ``, an event of probability ``δ``; the right
+  side is convex in τ and 0 at τ = 0, so τ = β is the worst case, which is (P2)
+  (for ``L >= 1``);
+* ``τ < 0`` (``x'`` noisier): the loss is at most ``|τ| + α e^{-|τ|} <= α + β``
+  everywhere, so ``ε >= α + β`` is needed.
+
+(P2) implies ``ε >= α + β`` when ``(e^β - 1)L >= 2β``, i.e. for every β when
+``L >= 2``.  So this module **requires ``δ <= e^{-2} ≈ 0.135``**, where (P2)
+alone is sufficient; for larger δ it does not cover the second case.
+
+Parameters (Duff paper, section 6: "α and β are chosen to minimise SS_β/α").
+For fixed β the largest α is (P2) at equality,
+``α(β) = ε + β - (e^β - 1)L``, positive on ``(0, β_max)``.  The objective
+``log SS_β - log α(β)`` is convex (``log SS_β`` is a maximum of lines in β and
+``α`` is concave), minimised by :func:`mechanisms.tuning.minimise` to within a
+factor ``e^{1e-9}`` of the optimal scale over ``β ∈ [1e-12·β_hi, β_hi]``,
+``β_hi = β_max(1 - 1e-9)``; below ``1e-12·β_hi`` the objective can fall by at
+most ``-log(α(1e-12·β_hi)/ε) <= (log(1/δ) - 1)·1e-12 < 1e-9``.
+``tuning="oracle"`` minimises on the private data (the paper's choice; not
+private itself), ``tuning="public"`` on the public reference data of the same
+size (see :mod:`mechanisms.tuning`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import optimize
+
+from mechanisms.base import Guarantee, Neighbouring, Release, lower_median
+from mechanisms.noise import StandardLaplace
+from mechanisms.registry import register
+from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from mechanisms.tuning import Penalty, TunedNoiseMechanism, minimise, reference_smooth_sensitivity
+
+MIN_LOG_INV_DELTA = 2.0
+
+
+@dataclass(frozen=True)
+class SmoothLaplaceParameters:
+    """``β`` (smoothness) and ``α`` (privacy of the shift), from (P2) at equality."""
+
+    beta: float
+    alpha: float
+
+
+def alpha_at(beta: np.ndarray | float, epsilon: float, log_inv_delta: float) -> np.ndarray:
+    """``α(β) = ε + β - (e^β - 1)·log(1/δ)``: (P2) at equality."""
+    return epsilon + beta - np.expm1(beta) * log_inv_delta
+
+
+def beta_limit(epsilon: float, log_inv_delta: float) -> float:
+    """``β_max``, the root of ``α(β) = 0`` (in ``(0, ε]`` since ``log(1/δ) >= 2``)."""
+    return optimize.brentq(
+        lambda b: float(alpha_at(b, epsilon, log_inv_delta)), 0.0, epsilon, xtol=1e-300, rtol=1e-15
+    )
+
+
+def _stationary_beta(k: np.ndarray, epsilon: float, log_inv_delta: float) -> np.ndarray:
+    """The β where ``ψ'(β) = (L e^β - 1)/α(β) = k`` (``L = log(1/δ)``), or 0 if ``k <= ψ'(0)``.
+
+    Root of ``g(β) = log(L(1 + k)) + β - log(1 + kε + kL + kβ)``, which is convex,
+    increasing and positive at ``β_max``: Newton from ``β_max`` decreases
+    monotonically to it (``g`` is nearly linear, so in a few steps).
+    """
+    k = np.asarray(k, dtype=np.float64)
+    has_root = k > (log_inv_delta - 1.0) / epsilon
+    k = np.where(has_root, k, 0.0)
+    offset = 1.0 + k * (epsilon + log_inv_delta)
+    log_scale = np.log(log_inv_delta * (1.0 + k))
+    start = beta_limit(epsilon, log_inv_delta)
+    beta = np.full(k.shape, start)
+    for _ in range(100):
+        inner = offset + k * beta
+        step = np.where(has_root, (log_scale + beta - np.log(inner)) / (1.0 - k / inner), 0.0)
+        beta = beta - step
+        if np.all(np.abs(step) <= 1e-13 * start):  # g has rounding noise ~1e-15
+            break
+    return np.where(has_root, beta, 0.0)
+
+
+def _penalty(epsilon: float, log_inv_delta: float) -> Penalty:
+    """``ψ(β) = -log α(β)``: increasing and convex on ``(0, β_max)``."""
+    return Penalty(
+        value=lambda b: -np.log(alpha_at(b, epsilon, log_inv_delta)),
+        inverse_slope=lambda k: _stationary_beta(k, epsilon, log_inv_delta),
+    )
+
+
+def optimal_parameters(
+    ss: MedianSmoothSensitivity, epsilon: float, delta: float
+) -> SmoothLaplaceParameters:
+    """``(β, α)`` minimising ``SS_β/α`` subject to (P2), for the data behind ``ss``."""
+    log_inv_delta = -math.log(delta)
+    hi = beta_limit(epsilon, log_inv_delta) * (1.0 - 1e-9)
+    best = minimise(ss.log, _penalty(epsilon, log_inv_delta), 1e-12 * hi, hi)
+    return SmoothLaplaceParameters(best.beta, float(alpha_at(best.beta, epsilon, log_inv_delta)))
+
+
+@lru_cache(maxsize=1024)
+def public_parameters(
+    epsilon: float, delta: float, n: int, neighbouring: Neighbouring
+) -> SmoothLaplaceParameters:
+    """:func:`optimal_parameters` on the public reference data of size ``n``."""
+    return optimal_parameters(reference_smooth_sensitivity(n, neighbouring), epsilon, delta)
+
+
+@register
+class SmoothLaplace(TunedNoiseMechanism):
+    """``T(S) + SS_β/α · Lap(1)``, (ε, δ)-DP (Duff paper Prop. 2; module docstring).
+
+    Options: ``neighbours`` (``"add_remove"``, ``"replace_one"``),
+    ``clip_output`` (default True), ``tuning`` (``"public"``, ``"oracle"``),
+    ``reference_size`` (public ``n`` for ``tuning="public"``; default: the
+    size of the bounded data, treated as public).
+    """
+
+    name = "smooth_laplace"
+    requires_delta = True
+
+    def __init__(self, *, epsilon: float, delta: float | None = None, **options: object) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, **options)
+        if -math.log(self.delta) < MIN_LOG_INV_DELTA:
+            raise ValueError(
+                f"delta: smooth_laplace needs delta <= e^-2 ≈ 0.1353 (Prop. 2 alone does not "
+                f"cover larger delta; see the module docstring), got {delta!r}"
+            )
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return Guarantee(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            neighbouring=self.neighbouring,
+            data_dependent_tuning=self.tuning == "oracle",
+            source="Duff paper Prop. 2 (Bun & Steinke 2019, Thm 34): Laplace noise, SS_beta/alpha",
+        )
+
+    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+        ss = MedianSmoothSensitivity(sorted_x, lower, upper, self.neighbouring)
+        if self.tuning == "oracle":
+            params = optimal_parameters(ss, self.epsilon, self.delta)
+        else:
+            size = self.public_size(sorted_x.size)
+            params = public_parameters(self.epsilon, self.delta, size, self.neighbouring)
+        scale = math.exp(ss.log(params.beta) - math.log(params.alpha))
+        return self.additive_release(
+            sorted_x,
+            lower,
+            upper,
+            true_value=lower_median(sorted_x, lower),
+            scale=scale,
+            noise=StandardLaplace(),
+            parameters={"beta": params.beta, "alpha": params.alpha},
+        )
