@@ -1,0 +1,28 @@
+# Two entry points do all the set-up on a fresh machine with Python 3.11:
+#   make figure1   reproduce the Duff paper's Figure 1 into results/figure1/
+#   make test      lint + the test suite (what .ci/run calls)
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+FIGURE1_DIR ?= results/figure1
+N_JOBS ?= -1
+
+.PHONY: figure1 test lint
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(INSTALLED)
+
+figure1: $(INSTALLED)
+	$(BIN)/python -m experiments.run experiment=figure1 results_dir=$(FIGURE1_DIR) n_jobs=$(N_JOBS)
+	$(BIN)/python scripts/plot_figure1.py $(FIGURE1_DIR)
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint
+	$(BIN)/python -m pytest -n 2

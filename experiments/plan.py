@@ -1,0 +1,312 @@
+"""From a composed config to a checked plan of work units.
+
+A config names its datasets and mechanisms (``datasets=[normal,uniform]``,
+``mechanisms=[duff,smooth_laplace]``).  Each name is the stem of a YAML file of
+the group directory ``conf/dataset`` or ``conf/mechanism``; an entry may also
+be written inline as a mapping with the same fields.  An unknown name is an
+error listing the valid ones.
+
+A mechanism entry (``conf/mechanism/<label>.yaml``)::
+
+    label: smooth_laplace_public   # unique; the `mechanism` column of the results
+    name: smooth_laplace           # registry name, for mechanisms.make
+    options: {tuning: public}      # keyword options for mechanisms.make
+    takes_delta: true              # gets delta (checked against requires_delta)
+
+A work unit is (dataset, replicate, mechanism label); it computes every ε.
+:meth:`Plan.numbers` is everything that determines the numbers (not n_jobs,
+not results_dir); its hash guards a results directory against mixing configs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+import mechanisms
+from experiments.datasets import Dataset, build_datasets
+from experiments.results import config_hash
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+FORMAT = 2
+"""Version of the unit-file layout and seeding scheme; part of the config hash."""
+DELTA_INVERSE_N = "1/n"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+class ConfigError(ValueError):
+    """A config that cannot be run (the message says which key and why)."""
+
+
+@dataclass(frozen=True)
+class MechanismEntry:
+    """One mechanism of a sweep: results label, registry name, options, δ use."""
+
+    label: str
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    takes_delta: bool = False
+    module: str = ""
+    """Module defining the registered class; imported in workers so plug-ins resolve."""
+
+    def describe(self) -> dict[str, Any]:
+        """The fields that determine this entry's numbers."""
+        return {
+            "label": self.label,
+            "name": self.name,
+            "options": self.options,
+            "takes_delta": self.takes_delta,
+        }
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One work unit: every ε of one mechanism on one dataset replicate."""
+
+    dataset: Dataset
+    replicate: int
+    mechanism: MechanismEntry
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every work unit of a sweep shares (small: sent with each unit)."""
+
+    seed: int
+    trials: int
+    epsilons: tuple[float, ...]
+    delta: str | float
+    keep_estimates: bool
+
+    def delta_for(self, n: int) -> float:
+        """δ given to δ > 0 mechanisms on a dataset of ``n`` points (1/n: Duff paper, §6)."""
+        delta = 1.0 / n if self.delta == DELTA_INVERSE_N else float(self.delta)
+        if not 0.0 < delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1); got {delta!r} for n = {n}")
+        return delta
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked sweep: what to run, with which seeds, and its config hash."""
+
+    settings: Settings
+    datasets: tuple[Dataset, ...]
+    mechanisms: tuple[MechanismEntry, ...]
+
+    def units(self) -> list[Unit]:
+        """All work units, dataset-major (the row order of ``summary.csv``)."""
+        return [
+            Unit(dataset, replicate, mechanism)
+            for dataset in self.datasets
+            for replicate in range(dataset.replicates)
+            for mechanism in self.mechanisms
+        ]
+
+    def numbers(self) -> dict[str, Any]:
+        """Everything that determines the numbers, as canonical JSON-ready data."""
+        s = self.settings
+        return {
+            "format": FORMAT,
+            "seed": s.seed,
+            "trials": s.trials,
+            "epsilons": list(s.epsilons),
+            "delta": s.delta,
+            "keep_estimates": s.keep_estimates,
+            "datasets": [{"id": d.id, **d.describe()} for d in self.datasets],
+            "mechanisms": [m.describe() for m in self.mechanisms],
+        }
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.numbers())
+
+
+# ------------------------------------------------------------------ config → plan
+
+
+def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: Path = CONF_DIR) -> Plan:
+    """Check ``cfg`` and resolve its dataset and mechanism names into a :class:`Plan`."""
+    config = _plain(cfg)
+    for module in _sequence(config.get("plugins") or [], "plugins"):
+        try:
+            import_module(str(module))
+        except ImportError as err:
+            raise ConfigError(f"plugins: cannot import {module!r}: {err}") from None
+    seed = _integer(config.get("seed"), "seed", minimum=0)
+    trials = _integer(config.get("trials"), "trials", minimum=1)
+    n = _integer(config.get("n"), "n", minimum=1)
+    replicates = _integer(config.get("replicates"), "replicates", minimum=1)
+    epsilons = _epsilons(config.get("epsilons"))
+    delta = _delta(config.get("delta", DELTA_INVERSE_N))
+    keep = config.get("keep_estimates", False)
+    if not isinstance(keep, bool):
+        raise ConfigError(f"keep_estimates must be true or false, got {keep!r}")
+
+    datasets: list[Dataset] = []
+    for ref in _sequence(config.get("datasets"), "datasets", nonempty=True):
+        entry = load_entry(conf_dir, "dataset", ref)
+        datasets += build_datasets(entry, n=n, replicates=replicates)
+    _unique([d.id for d in datasets], "datasets")
+    entries = [
+        mechanism_entry(load_entry(conf_dir, "mechanism", ref))
+        for ref in _sequence(config.get("mechanisms"), "mechanisms", nonempty=True)
+    ]
+    _unique([m.label for m in entries], "mechanisms (labels)")
+    settings = Settings(seed, trials, epsilons, delta, keep)
+    deltas: set[float | None] = {None}
+    if any(m.takes_delta for m in entries):
+        deltas = set()
+        for dataset in datasets:
+            try:
+                deltas.add(settings.delta_for(dataset.size))
+            except ValueError as err:
+                raise ConfigError(f"delta: {err} (dataset {dataset.id})") from None
+    for entry in entries:
+        _check_constructible(entry, epsilons, deltas if entry.takes_delta else {None})
+    return Plan(settings, tuple(datasets), tuple(entries))
+
+
+def _check_constructible(
+    entry: MechanismEntry, epsilons: tuple[float, ...], deltas: set[float | None]
+) -> None:
+    """Fail early when ``entry`` cannot be made at any (ε, δ) of the sweep (e.g. a typo in
+    its options).  Failing at only some ε is a result, recorded in those rows' status."""
+    error: Exception | None = None
+    for epsilon in epsilons:
+        for delta in sorted(deltas, key=lambda d: -1.0 if d is None else d):
+            try:
+                mechanisms.make(entry.name, epsilon=epsilon, delta=delta, **entry.options)
+                return
+            except (TypeError, ValueError) as err:
+                error = err
+    raise ConfigError(
+        f"mechanism {entry.label!r}: {entry.name!r} with options {entry.options} cannot be "
+        f"made at any epsilon of the sweep: {type(error).__name__}: {error}"
+    )
+
+
+def group_names(conf_dir: Path, group: str) -> list[str]:
+    """Names (YAML stems) available in config group ``group``."""
+    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+
+
+def load_entry(conf_dir: Path, group: str, ref: object) -> dict[str, Any]:
+    """The entry ``ref`` of ``group``: a YAML stem of ``conf_dir/group`` or an inline mapping.
+
+    Entries loaded from a file get ``name`` (datasets) or ``label`` (mechanisms)
+    from the file stem when absent, and must agree with it when present.
+    """
+    key = "name" if group == "dataset" else "label"
+    if isinstance(ref, Mapping):
+        entry = dict(ref)
+        if not isinstance(entry.get(key), str):
+            raise ConfigError(f"{group}s: an inline {group} entry needs a {key!r}; got {entry!r}")
+    elif isinstance(ref, str):
+        path = conf_dir / group / f"{ref}.yaml"
+        if not path.is_file():
+            valid = ", ".join(group_names(conf_dir, group)) or "(none)"
+            raise ConfigError(
+                f"{group}s: unknown {group} {ref!r}; valid names: {valid} "
+                f"(the YAML files of {conf_dir / group})"
+            )
+        entry = _plain(OmegaConf.load(path))
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: expected a mapping, got {type(entry).__name__}")
+        if entry.setdefault(key, ref) != ref:
+            raise ConfigError(f"{path}: {key} {entry[key]!r} must equal the file name {ref!r}")
+    else:
+        raise ConfigError(f"{group}s: entries must be names or mappings, got {ref!r}")
+    if not _NAME.match(entry[key]):
+        raise ConfigError(
+            f"{group}s: {key} {entry[key]!r} must be letters, digits and _ . + - only"
+        )
+    return entry
+
+
+def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:
+    """Check a mechanism entry against the registry (name, δ use) and build it."""
+    label = entry["label"]
+    unknown = sorted(set(entry) - {"label", "name", "options", "takes_delta"})
+    if unknown:
+        raise ConfigError(f"mechanism {label!r}: unknown fields {', '.join(unknown)}")
+    name = entry.get("name")
+    if not isinstance(name, str):
+        raise ConfigError(f"mechanism {label!r}: name (the registry name) is required")
+    options = entry.get("options") or {}
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"mechanism {label!r}: options must be a mapping, got {options!r}")
+    takes_delta = entry.get("takes_delta", False)
+    if not isinstance(takes_delta, bool):
+        raise ConfigError(f"mechanism {label!r}: takes_delta must be true or false")
+    try:
+        cls = mechanisms.get(name)
+    except ValueError as err:
+        raise ConfigError(f"mechanism {label!r}: {err}") from None
+    if bool(cls.requires_delta) != takes_delta:
+        raise ConfigError(
+            f"mechanism {label!r}: takes_delta is {takes_delta} but {name!r} has "
+            f"requires_delta = {cls.requires_delta}"
+        )
+    return MechanismEntry(label, name, dict(options), takes_delta, cls.__module__)
+
+
+# ----------------------------------------------------------------------- checks
+
+
+def _plain(value: object) -> Any:
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+def _sequence(value: object, key: str, *, nonempty: bool = False) -> list[Any]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ConfigError(f"{key} must be a list, got {value!r}")
+    if nonempty and not value:
+        raise ConfigError(f"{key} must not be empty")
+    return list(value)
+
+
+def _integer(value: object, key: str, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{key} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _epsilons(value: object) -> tuple[float, ...]:
+    result = []
+    for item in _sequence(value, "epsilons", nonempty=True):
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            raise ConfigError(f"epsilons must be positive numbers, got {item!r}")
+        epsilon = float(item)
+        if not (math.isfinite(epsilon) and epsilon > 0):
+            raise ConfigError(f"epsilons must be positive finite numbers, got {item!r}")
+        result.append(epsilon)
+    _unique(result, "epsilons")
+    return tuple(result)
+
+
+def _delta(value: object) -> str | float:
+    if value == DELTA_INVERSE_N:
+        return DELTA_INVERSE_N
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1:
+        return float(value)
+    raise ConfigError(f"delta must be '1/n' or a number in (0, 1), got {value!r}")
+
+
+def _unique(values: list[Any], key: str) -> None:
+    seen, repeated = set(), []
+    for value in values:
+        if value in seen:
+            repeated.append(value)
+        seen.add(value)
+    if repeated:
+        raise ConfigError(f"{key}: duplicate entries {', '.join(map(str, repeated))}")

@@ -1,0 +1,294 @@
+"""The results directory: atomic files, per-unit results, resume, provenance.
+
+Layout of ``results_dir``::
+
+    run.json          provenance: resolved config, `numbers` (what determines the
+                      numbers) and its `config_hash`, seed, package versions, git
+                      commit + dirty flag, host, start/end times, n_jobs, runtime,
+                      one entry per invocation (resumes), failed-row summary
+    summary.csv       one row per (dataset, subset, replicate, mechanism, ε), in plan
+                      order; columns :data:`SUMMARY_COLUMNS`
+    estimates.npz     (keep_estimates only) ``estimates``: float array (rows × trials),
+                      row i belonging to row i of summary.csv (NaN where status != ok),
+                      plus the 1-D arrays :data:`ESTIMATE_KEYS` naming each row
+    units/<dataset id>/<label>/<replicate>.npz
+                      one finished work unit: ``rows`` (a structured array with the
+                      summary columns, one row per ε) and, if kept, ``estimates``
+    run.log           Hydra's log of the run (command-line runs only)
+
+``summary.csv`` columns: the dataset (``dataset``; ``subset`` such as
+``pelvic_incidence/AB`` for real data, empty for synthetic), ``replicate``,
+``n`` (points), public ``lower``/``upper`` bounds, ``mechanism`` (the label)
+and its ``registry_name``, ``epsilon``, ``delta`` (given to the mechanism; 0 for
+pure DP), ``trials``, ``true_value`` (the release's median of the bounded data),
+the errors of :mod:`experiments.metrics`, ``seconds`` (make + release + sample),
+the mechanism's reported guarantee (``guarantee_epsilon``, ``guarantee_delta``,
+``rho`` (NaN unless zCDP), ``neighbouring``), ``private`` (False when its
+parameters were tuned on the private data) and ``status`` (``ok`` or a one-line
+description of what went wrong; then the errors are NaN).
+
+Reading Figure 2's data, for instance::
+
+    est = np.load("estimates.npz")
+    rows = (est["subset"] == "pelvic_incidence/AB") & (est["mechanism"] == "duff")
+    estimates, truth = est["estimates"][rows][0], est["true_value"][rows][0]
+
+Every file is written to a temporary file in the same directory and moved into
+place with ``os.replace``, so a file either exists complete or not at all.  A
+unit file's existence marks the unit done: rerunning with the same
+``results_dir`` skips it, and summary.csv / estimates.npz are rebuilt from all
+unit files at the end.  A directory whose ``config_hash`` differs from the
+current config's is refused, never mixed or overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import secrets
+import subprocess
+from collections.abc import Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.csv"
+ESTIMATES_FILE = "estimates.npz"
+UNITS_DIR = "units"
+
+SUMMARY_COLUMNS = (
+    "dataset",
+    "subset",
+    "replicate",
+    "n",
+    "lower",
+    "upper",
+    "mechanism",
+    "registry_name",
+    "epsilon",
+    "delta",
+    "trials",
+    "true_value",
+    "mean_abs_error",
+    "sd_abs_error",
+    "rmse",
+    "mean_error",
+    "seconds",
+    "guarantee_epsilon",
+    "guarantee_delta",
+    "rho",
+    "neighbouring",
+    "private",
+    "status",
+)
+"""Columns of ``summary.csv``, in order (see :mod:`experiments.metrics` for the errors)."""
+
+ESTIMATE_KEYS = ("dataset", "subset", "replicate", "mechanism", "epsilon", "delta", "true_value")
+"""Identity columns repeated in ``estimates.npz`` next to the ``estimates`` matrix."""
+
+PACKAGES = ("numpy", "scipy", "hydra-core", "omegaconf", "joblib", "pandas", "tqdm", "duff-bench")
+
+
+class ResultsDirError(ValueError):
+    """A results directory that must not be written into (the message says why)."""
+
+
+# -------------------------------------------------------------------- atomic files
+
+
+def write_bytes_atomic(path: Path, content: bytes) -> None:
+    """Write ``content`` to ``path`` via a temporary file and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb") as handle:  # honours the umask, unlike mkstemp
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """Write ``value`` as indented JSON to ``path`` atomically."""
+    write_text_atomic(path, json.dumps(value, indent=2, sort_keys=False) + "\n")
+
+
+def write_npz_atomic(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` as an (uncompressed) ``.npz`` to ``path`` atomically."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def config_hash(numbers: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON (sorted keys, no NaN) of ``numbers``."""
+    text = json.dumps(numbers, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ----------------------------------------------------------------- results dir
+
+
+def open_results_dir(results_dir: Path, digest: str, numbers: Mapping[str, Any]) -> dict | None:
+    """Check that ``results_dir`` may receive results of config ``digest``.
+
+    Returns the previous ``run.json`` when the directory holds an interrupted or
+    finished run of the same config (resume), None when it is new or empty.
+    Raises :class:`ResultsDirError` when it holds another config or foreign files.
+    """
+    run_file = results_dir / RUN_FILE
+    if run_file.exists():
+        try:
+            previous = json.loads(run_file.read_text(encoding="utf-8"))
+            old_digest, old_numbers = previous["config_hash"], previous["numbers"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise ResultsDirError(
+                f"results_dir {results_dir}: {RUN_FILE} is unreadable ({err}); refusing to "
+                "write into it"
+            ) from None
+        if old_digest != digest:
+            keys = sorted(set(old_numbers) | set(numbers))
+            differ = [k for k in keys if old_numbers.get(k) != numbers.get(k)] or ["format"]
+            raise ResultsDirError(
+                f"results_dir {results_dir} holds results of a different configuration "
+                f"(differs in: {', '.join(differ)}); refusing to mix them. Choose another "
+                "results_dir, or delete that directory to start over."
+            )
+        return previous
+    if results_dir.exists():
+        foreign = sorted(
+            p.name for p in results_dir.iterdir() if not (p.suffix == ".log" or p.name == ".hydra")
+        )
+        if foreign:
+            raise ResultsDirError(
+                f"results_dir {results_dir} is not empty and has no {RUN_FILE} (it holds "
+                f"{', '.join(foreign[:5])}); refusing to write into it"
+            )
+    return None
+
+
+def unit_path(results_dir: Path, dataset_id: str, label: str, replicate: int) -> Path:
+    """Where the result of work unit (dataset, replicate, mechanism label) lives."""
+    return results_dir / UNITS_DIR / dataset_id / label / f"{replicate:05d}.npz"
+
+
+def save_unit(path: Path, rows: Mapping[str, np.ndarray], estimates: np.ndarray | None) -> None:
+    """Store one unit: its rows (a structured array with the fields :data:`SUMMARY_COLUMNS`)
+    and, when kept, its ``rows × trials`` estimates."""
+    columns = [np.asarray(rows[column]) for column in SUMMARY_COLUMNS]
+    records = np.empty(
+        len(columns[0]), dtype=[(c, a.dtype) for c, a in zip(SUMMARY_COLUMNS, columns, strict=True)]
+    )
+    for column, values in zip(SUMMARY_COLUMNS, columns, strict=True):
+        records[column] = values
+    arrays = {"rows": records}
+    if estimates is not None:
+        arrays["estimates"] = estimates
+    write_npz_atomic(path, arrays)
+
+
+def load_unit(path: Path, *, rows: int, trials: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Read a unit file; check it has ``rows`` rows and, if asked, ``rows × trials`` estimates."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            records = stored["rows"]
+            estimates = stored["estimates"] if trials is not None else np.empty((rows, 0))
+    except (OSError, ValueError, KeyError) as err:
+        raise ResultsDirError(
+            f"unit file {path} is unreadable ({err}); delete it and rerun to recompute it"
+        ) from None
+    shape_ok = trials is None or estimates.shape == (rows, trials)
+    if records.dtype.names != SUMMARY_COLUMNS or records.shape != (rows,) or not shape_ok:
+        raise ResultsDirError(
+            f"unit file {path} does not match the plan (expected {rows} rows of "
+            f"{len(SUMMARY_COLUMNS)} columns); delete it and rerun to recompute it"
+        )
+    return records, estimates
+
+
+def assemble(
+    results_dir: Path, paths: Iterable[Path], *, rows_per_unit: int, trials: int | None
+) -> pd.DataFrame:
+    """Write ``summary.csv`` (and ``estimates.npz`` when ``trials`` is given) from unit files.
+
+    Rows follow the order of ``paths`` (the plan's order), so the files do not
+    depend on the order in which units finished.
+    """
+    import pandas as pd  # imported here: workers, which import this module, never need it
+
+    records, matrices = [], []
+    for path in paths:
+        unit_rows, estimates = load_unit(path, rows=rows_per_unit, trials=trials)
+        records.append(unit_rows)
+        matrices.append(estimates)
+    columns = {c: np.concatenate([r[c] for r in records]) for c in SUMMARY_COLUMNS}
+    summary = pd.DataFrame(columns)
+    write_text_atomic(results_dir / SUMMARY_FILE, summary.to_csv(index=False))
+    if trials is not None:
+        # Text columns as fixed-width unicode, so np.load needs no pickle.
+        arrays = {
+            key: columns[key].astype(str) if columns[key].dtype == object else columns[key]
+            for key in ESTIMATE_KEYS
+        }
+        arrays["estimates"] = np.concatenate(matrices)
+        write_npz_atomic(results_dir / ESTIMATES_FILE, arrays)
+    return summary
+
+
+def read_summary(results_dir: Path) -> pd.DataFrame:
+    """Read ``summary.csv``; ``subset`` stays a string ("" for synthetic datasets)."""
+    import pandas as pd
+
+    summary = pd.read_csv(results_dir / SUMMARY_FILE, dtype={"subset": str})
+    summary["subset"] = summary["subset"].fillna("")
+    return summary
+
+
+# ------------------------------------------------------------------- provenance
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed versions of the packages that determine or produce the numbers."""
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_state(root: Path) -> dict[str, Any]:
+    """``{"commit": sha or None, "dirty": bool or None}`` of the repository at ``root``."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--verify", "--quiet", "HEAD")
+    status = git("status", "--porcelain")
+    return {
+        "commit": commit.strip() if commit else None,
+        "dirty": None if status is None else bool(status.strip()),
+    }

@@ -1,0 +1,175 @@
+"""Results files: atomic writes, config hash, directory checks, unit files, metrics."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments import results
+from experiments.metrics import error_metrics, estimates_problem
+from experiments.results import (
+    SUMMARY_COLUMNS,
+    ResultsDirError,
+    assemble,
+    config_hash,
+    git_state,
+    load_unit,
+    open_results_dir,
+    read_summary,
+    save_unit,
+    write_json_atomic,
+    write_text_atomic,
+)
+
+
+def unit_rows(epsilons: list[float], dataset: str = "normal") -> dict[str, np.ndarray]:
+    k = len(epsilons)
+    values = {
+        "dataset": [dataset] * k,
+        "subset": [""] * k,
+        "replicate": [0] * k,
+        "n": [5] * k,
+        "lower": [0.0] * k,
+        "upper": [1.0] * k,
+        "mechanism": ["m"] * k,
+        "registry_name": ["m"] * k,
+        "epsilon": epsilons,
+        "delta": [0.0] * k,
+        "trials": [3] * k,
+        "true_value": [0.5] * k,
+        "mean_abs_error": [0.1] * k,
+        "sd_abs_error": [math.nan] * k,
+        "rmse": [0.2] * k,
+        "mean_error": [0.0] * k,
+        "seconds": [0.01] * k,
+        "guarantee_epsilon": epsilons,
+        "guarantee_delta": [0.0] * k,
+        "rho": [math.nan] * k,
+        "neighbouring": ["add_remove"] * k,
+        "private": [True] * k,
+        "status": ["ok"] * k,
+    }
+    return {key: np.asarray(value) for key, value in values.items()}
+
+
+# ------------------------------------------------------------------ atomic files
+
+
+def test_atomic_write_replaces_whole_files_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "deep" / "file.txt"
+    write_text_atomic(target, "one")
+    write_text_atomic(target, "two")
+    assert target.read_text() == "two"
+    assert os.listdir(target.parent) == ["file.txt"]
+
+
+def test_a_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "run.json"
+    write_json_atomic(target, {"a": 1})
+
+    def crash(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(results.os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        write_json_atomic(target, {"a": 2})
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert os.listdir(tmp_path) == ["run.json"]
+
+
+def test_config_hash_is_canonical() -> None:
+    assert config_hash({"a": 1, "b": [0.1, "x"]}) == config_hash({"b": [0.1, "x"], "a": 1})
+    assert config_hash({"a": 1}) != config_hash({"a": 1.5})
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        config_hash({"a": math.nan})
+
+
+# ----------------------------------------------------------------- results dir
+
+
+def test_open_results_dir(tmp_path: Path) -> None:
+    numbers = {"seed": 1, "epsilons": [1.0]}
+    digest = config_hash(numbers)
+    fresh = tmp_path / "fresh"
+    assert open_results_dir(fresh, digest, numbers) is None
+    fresh.mkdir()
+    (fresh / "run.log").write_text("hydra's log")  # Hydra writes this before the run starts
+    assert open_results_dir(fresh, digest, numbers) is None
+    write_json_atomic(fresh / "run.json", {"config_hash": digest, "numbers": numbers})
+    assert open_results_dir(fresh, digest, numbers)["config_hash"] == digest
+    other = {"seed": 2, "epsilons": [1.0]}
+    with pytest.raises(ResultsDirError, match=r"differs in: seed\)"):
+        open_results_dir(fresh, config_hash(other), other)
+    (fresh / "run.json").write_text("{trunc")
+    with pytest.raises(ResultsDirError, match=r"run\.json is unreadable"):
+        open_results_dir(fresh, digest, numbers)
+
+
+def test_unit_files_round_trip_and_assemble(tmp_path: Path) -> None:
+    paths = [tmp_path / "units" / f"{i}.npz" for i in range(2)]
+    kept = [np.arange(6.0).reshape(2, 3), -np.arange(6.0).reshape(2, 3)]
+    for path, dataset, estimates in zip(paths, ["normal", "vertebral"], kept, strict=True):
+        save_unit(path, unit_rows([0.5, 1.0], dataset), estimates)
+    records, estimates = load_unit(paths[1], rows=2, trials=3)
+    assert records.dtype.names == SUMMARY_COLUMNS
+    np.testing.assert_array_equal(estimates, kept[1])
+    summary = assemble(tmp_path, paths, rows_per_unit=2, trials=3)
+    assert list(summary["dataset"]) == ["normal", "normal", "vertebral", "vertebral"]
+    reread = read_summary(tmp_path)
+    assert tuple(reread.columns) == SUMMARY_COLUMNS
+    assert list(reread["subset"]) == [""] * 4 and reread["sd_abs_error"].isna().all()
+    assert reread["private"].dtype == bool
+    with np.load(tmp_path / "estimates.npz", allow_pickle=False) as stored:
+        np.testing.assert_array_equal(stored["estimates"], np.concatenate(kept))
+        assert list(stored["dataset"]) == list(summary["dataset"])
+    with pytest.raises(ResultsDirError, match="does not match the plan"):
+        load_unit(paths[0], rows=3, trials=None)
+    paths[0].write_bytes(b"garbage")
+    with pytest.raises(ResultsDirError, match=r"0.npz is unreadable .*delete it and rerun"):
+        load_unit(paths[0], rows=2, trials=None)
+
+
+def test_git_state_outside_a_repository(tmp_path: Path) -> None:
+    assert git_state(tmp_path) == {"commit": None, "dirty": None}
+
+
+# ----------------------------------------------------------------------- metrics
+
+
+def test_error_metrics_by_hand() -> None:
+    metrics = error_metrics(np.array([1.0, 2.0, 6.0]), 2.0)
+    assert metrics["mean_abs_error"] == pytest.approx(5 / 3)
+    assert metrics["sd_abs_error"] == pytest.approx(np.std([1.0, 0.0, 4.0], ddof=1))
+    assert metrics["rmse"] == pytest.approx(math.sqrt(17 / 3))
+    assert metrics["mean_error"] == pytest.approx(1.0)
+    assert math.isnan(error_metrics(np.array([1.0]), 0.0)["sd_abs_error"])
+
+
+@pytest.mark.parametrize(
+    ("estimates", "truth", "message"),
+    [
+        (np.array([0.1, 0.2, 0.3]), 0.5, None),
+        (np.array([0.0, 1.0, 0.5]), 0.0, None),
+        ([0.1, 0.2, 0.3], 0.5, "sample returned list, not a numpy array"),
+        (np.array([0.1, 0.2]), 0.5, r"shape \(2,\), expected \(3,\)"),
+        (np.ones((3, 1)) / 2, 0.5, r"shape \(3, 1\)"),
+        (np.array([0, 1, 1]), 0.5, "dtype int64, expected a float dtype"),
+        (np.array([0.1, np.nan, np.inf]), 0.5, "2 of 3 estimates are NaN or infinite"),
+        (np.array([0.1, 1.5, -0.1]), 0.5, r"2 of 3 estimates are outside \[0, 1\]"),
+        (np.array([0.1, 0.2, 0.3]), math.nan, "true_value nan is not a finite number"),
+        (np.array([0.1, 0.2, 0.3]), 2.0, r"true_value 2.0 is not .* in \[0, 1\]"),
+        (np.array([0.1, 0.2, 0.3]), None, "true_value is not a number"),
+    ],
+)
+def test_estimates_problem(estimates, truth, message) -> None:
+    problem = estimates_problem(estimates, 3, 0.0, 1.0, truth)
+    if message is None:
+        assert problem is None
+    else:
+        assert problem is not None and re.search(message, problem)
