@@ -1,0 +1,747 @@
+"""Draw the Duff paper's Figure 1 from a results directory and compare its ratios.
+
+Usage::
+
+    python scripts/plot_figure1.py RESULTS_DIR [--out DIR] [--mechanisms LABEL ...]
+                                   [--notes PATH] [--tolerance 0.25]
+
+Input: ``RESULTS_DIR/summary.csv`` written by the harness, one row per
+(dataset, replicate, mechanism, ε, δ); ``mean_abs_error`` is that dataset's mean
+of |T(S) − M(S)| over ``trials`` calls of the mechanism.  Rows whose ``status``
+is not ``"ok"`` are left out and counted on stderr and in the report.
+
+Figure 1 (Duff paper, section 6.1): one panel per source N(0, 1), U(0, 1),
+Beta(0.5, 0.5) (datasets ``normal``, ``uniform``, ``beta``); for each mechanism
+and ε the mean over datasets of the per-dataset mean error, with error bars of
+one standard deviation across datasets (sample standard deviation, ddof = 1),
+on a log y-axis.  Written as ``figure1.png`` (150 dpi) and ``figure1.pdf``.
+
+``figure1_ratios.md`` holds, per distribution and ε, each baseline's error
+divided by Duff's (ratio of the two means over datasets), next to the ratios
+the paper quotes for N(0, 1); the absolute errors; the privacy guarantee each
+mechanism actually gives (``guarantee_*`` and ``rho`` columns of the summary);
+and a section of notes copied verbatim from ``RESULTS_DIR/figure1_notes.md``
+(or ``--notes``).  This script never writes explanations of its own.
+
+Exit status: 0 on success, 2 on unusable input (with a message on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import figure_style
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+REFERENCE = "duff"
+FIGURE1_DATASETS = ("normal", "uniform", "beta")
+REQUIRED_COLUMNS = (
+    "dataset",
+    "replicate",
+    "n",
+    "lower",
+    "upper",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "trials",
+    "mean_abs_error",
+    "guarantee_epsilon",
+    "guarantee_delta",
+    "rho",
+    "neighbouring",
+    "private",
+    "status",
+)
+SERIES = ["dataset", "mechanism", "delta"]
+"""A line of the figure: one mechanism at one requested δ on one dataset."""
+DPI = 150
+
+
+class InputError(Exception):
+    """The results directory cannot be turned into Figure 1; the message says why."""
+
+
+@dataclass(frozen=True)
+class PaperRatio:
+    """A ratio quoted in the Duff paper, section 6.1: baseline error / Duff error."""
+
+    dataset: str
+    mechanism: str
+    epsilon: float
+    delta_rule: str
+    """``"0"`` (δ = 0) or ``"1/n"`` (δ = 1/|S|)."""
+    ratio: float
+
+
+PAPER_RATIOS = (
+    PaperRatio("normal", "smooth_cauchy", 0.1, "0", 187.0),
+    PaperRatio("normal", "smooth_cauchy", 2.0, "0", 34.0),
+    PaperRatio("normal", "smooth_laplace", 0.1, "1/n", 130.0),
+    PaperRatio("normal", "smooth_laplace", 2.0, "1/n", 4.0),
+    PaperRatio("normal", "laplace_ln", 0.1, "1/n", 4.0),
+    PaperRatio("normal", "laplace_ln", 2.0, "1/n", 15.0),
+)
+"""Section 6.1 quotes these for N(0, 1).  It states δ = 1/|S| = 0.001 for
+SmoothSens_ε,δ; it does not state LaplaceLN's δ for Figure 1, and section 6.2
+uses δ = 1/n for it, so 1/n is assumed here (the report says so)."""
+
+PAPER_SETUP = {
+    "datasets": "100",
+    "trials": "100",
+    "n": "1000",
+    "bounds": {"normal": "[-10, 10]", "uniform": "[0, 1]", "beta": "[0, 1]"},
+}
+"""Section 6.1: 100 datasets of |S| = 1000 per source, 100 calls per dataset."""
+
+
+# --------------------------------------------------------------------------- input
+
+
+def load_summary(path: Path) -> pd.DataFrame:
+    """Read ``summary.csv`` and check that every column this script uses is there."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(path, dtype={"dataset": str, "mechanism": str, "status": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read as CSV: {err}") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s): {', '.join(missing)}")
+    frame["status"] = frame["status"].fillna("(empty status)").astype(str)
+    return frame
+
+
+def split_failed(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(ok, failed)``: rows with ``status == "ok"`` and all others.
+
+    The numeric columns of the ok rows are checked: ε > 0, δ ≥ 0, n ≥ 1 and a
+    finite, non-negative ``mean_abs_error``.  A blank δ means the mechanism was
+    given none (pure DP) and is read as 0.
+    """
+    is_ok = frame["status"].str.strip() == "ok"
+    ok = frame.loc[is_ok].copy()
+    failed = frame.loc[~is_ok].copy()
+    ok["delta"] = ok["delta"].fillna(0.0)
+    numeric = ("epsilon", "delta", "n", "mean_abs_error", "lower", "upper", "trials")
+    for column in numeric:
+        values = pd.to_numeric(ok[column], errors="coerce")
+        if values.isna().any():
+            rows = list(ok.index[values.isna()][:5])
+            raise InputError(f"column {column}: non-numeric value in ok row(s) {rows}")
+        ok[column] = values.astype(float)
+    checks = {
+        "epsilon": ok["epsilon"] > 0,
+        "delta": ok["delta"] >= 0,
+        "n": ok["n"] >= 1,
+        "mean_abs_error": np.isfinite(ok["mean_abs_error"]) & (ok["mean_abs_error"] >= 0),
+    }
+    for column, good in checks.items():
+        if not good.all():
+            rows = list(ok.index[~good][:5])
+            raise InputError(f"column {column}: invalid value in ok row(s) {rows}")
+    duplicated = ok.duplicated(["dataset", "replicate", "mechanism", "epsilon", "delta"])
+    if duplicated.any():
+        rows = list(ok.index[duplicated][:5])
+        raise InputError(
+            f"duplicate (dataset, replicate, mechanism, epsilon, delta) in ok row(s) {rows}"
+        )
+    return ok, failed
+
+
+def failure_counts(failed: pd.DataFrame) -> pd.DataFrame:
+    """Number of excluded rows per (dataset, mechanism, ε, δ, status)."""
+    keys = ["dataset", "mechanism", "epsilon", "delta", "status"]
+    return failed.groupby(keys, sort=True, dropna=False).size().rename("rows").reset_index()
+
+
+def report_failed(failed: pd.DataFrame, stream: TextIO) -> None:
+    """Write the counts of excluded rows to ``stream`` (nothing when there are none)."""
+    if failed.empty:
+        return
+    print(f"plot_figure1: excluded {len(failed)} row(s) with status != 'ok':", file=stream)
+    for row in failure_counts(failed).itertuples(index=False):
+        print(
+            f"  {row.rows} x dataset={row.dataset} mechanism={row.mechanism} "
+            f"epsilon={row.epsilon} delta={row.delta}: {row.status}",
+            file=stream,
+        )
+
+
+def select(
+    frame: pd.DataFrame, datasets: Sequence[str], mechanisms: Sequence[str] | None
+) -> pd.DataFrame:
+    """Rows of the Figure 1 ``datasets`` and, if given, of ``mechanisms`` (plus Duff)."""
+    rows = frame.loc[frame["dataset"].isin(datasets)]
+    if rows.empty:
+        raise InputError(f"summary has no rows for dataset(s) {', '.join(datasets)}")
+    if mechanisms is not None:
+        unknown = sorted(set(mechanisms) - set(rows["mechanism"]))
+        if unknown:
+            present = ", ".join(sorted(set(rows["mechanism"])))
+            raise InputError(
+                f"--mechanisms: no rows for {', '.join(unknown)} (summary has: {present})"
+            )
+        rows = rows.loc[rows["mechanism"].isin([*mechanisms, REFERENCE])]
+    return rows
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def aggregate(ok: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation across datasets of the per-dataset mean error.
+
+    One row per (dataset, mechanism, δ, ε) with ``mean_error`` (the mean over
+    replicates of ``mean_abs_error``), ``sd_error`` (their sample standard
+    deviation, ddof = 1; NaN for a single replicate), ``datasets`` (number of
+    replicates) and ``delta_is_one_over_n`` (δ·n = 1 on every row).
+    """
+    if ok.empty:
+        raise InputError("no rows with status 'ok' to plot")
+    rows = ok.assign(delta_times_n_is_one=np.isclose(ok["delta"] * ok["n"], 1.0, rtol=1e-6))
+    grouped = rows.groupby([*SERIES, "epsilon"], sort=True)
+    return pd.DataFrame(
+        {
+            "mean_error": grouped["mean_abs_error"].mean(),
+            "sd_error": grouped["mean_abs_error"].std(ddof=1),
+            "datasets": grouped["mean_abs_error"].size(),
+            "delta_is_one_over_n": grouped["delta_times_n_is_one"].all(),
+        }
+    ).reset_index()
+
+
+def ratios_to_reference(agg: pd.DataFrame) -> pd.DataFrame:
+    """Each baseline's mean error divided by Duff's, per (dataset, ε).
+
+    Columns: dataset, mechanism, delta, epsilon, ``error`` (baseline),
+    ``duff_error`` and ``ratio = error / duff_error`` (NaN where Duff was not
+    run at that ε).
+    """
+    duff = agg.loc[agg["mechanism"] == REFERENCE]
+    if duff.empty:
+        raise InputError(f"no successful '{REFERENCE}' rows: the ratios need Duff as reference")
+    clash = duff.duplicated(["dataset", "epsilon"])
+    if clash.any():
+        raise InputError(f"'{REFERENCE}' was run at several deltas for the same dataset and ε")
+    reference = duff[["dataset", "epsilon", "mean_error"]].rename(
+        columns={"mean_error": "duff_error"}
+    )
+    baselines = agg.loc[agg["mechanism"] != REFERENCE, [*SERIES, "epsilon", "mean_error"]]
+    merged = baselines.rename(columns={"mean_error": "error"}).merge(
+        reference, on=["dataset", "epsilon"], how="left"
+    )
+    merged["ratio"] = merged["error"] / merged["duff_error"]
+    return merged
+
+
+def compare_with_paper(agg: pd.DataFrame, ratios: pd.DataFrame, tolerance: float) -> pd.DataFrame:
+    """The paper's quoted ratios beside ours.
+
+    A quote matches our rows of the same dataset, mechanism and ε (to 1e-9) whose
+    δ follows the quote's rule (δ = 0, or δ·n = 1 on every row).  ``agrees`` is
+    ``|ours / paper − 1| ≤ tolerance``; None where we have no matching run.
+    """
+    rule_ok = agg[[*SERIES, "epsilon", "delta_is_one_over_n"]]
+    table = ratios.merge(rule_ok, on=[*SERIES, "epsilon"], how="left")
+    records = []
+    for quote in PAPER_RATIOS:
+        one_over_n = table["delta_is_one_over_n"]
+        delta_ok = (table["delta"] == 0) if quote.delta_rule == "0" else one_over_n
+        match = table.loc[
+            (table["dataset"] == quote.dataset)
+            & (table["mechanism"] == quote.mechanism)
+            & np.isclose(table["epsilon"], quote.epsilon, rtol=0.0, atol=1e-9)
+            & delta_ok
+            & table["ratio"].notna()
+        ]
+        ours = float(match["ratio"].iloc[0]) if len(match) == 1 else math.nan
+        delta = float(match["delta"].iloc[0]) if len(match) == 1 else math.nan
+        agrees = None if math.isnan(ours) else bool(abs(ours / quote.ratio - 1) <= tolerance)
+        records.append(
+            {
+                "dataset": quote.dataset,
+                "mechanism": quote.mechanism,
+                "epsilon": quote.epsilon,
+                "paper_delta": quote.delta_rule,
+                "delta": delta,
+                "paper": quote.ratio,
+                "ours": ours,
+                "agrees": agrees,
+            }
+        )
+    return pd.DataFrame.from_records(records)
+
+
+def guarantees(ok: pd.DataFrame) -> pd.DataFrame:
+    """The guarantee each (mechanism, ε, δ) reports, with all distinct values joined."""
+
+    def distinct(values: pd.Series) -> str:
+        texts = sorted({_format_value(v) for v in values})
+        return " / ".join(texts)
+
+    columns = ["guarantee_epsilon", "guarantee_delta", "rho", "neighbouring", "private"]
+    grouped = ok.groupby(["mechanism", "delta", "epsilon"], sort=True)[columns]
+    return grouped.agg(distinct).reset_index()
+
+
+def setup_summary(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset: number of replicates, trials per dataset, n and bounds actually used."""
+
+    def distinct(values: pd.Series) -> str:
+        return " / ".join(_format_value(v) for v in sorted(set(values)))
+
+    rows = []
+    for dataset, group in ok.groupby("dataset", sort=False):
+        bounds = {
+            f"[{_format_value(a)}, {_format_value(b)}]" for a, b in group[["lower", "upper"]].values
+        }
+        rows.append(
+            {
+                "dataset": dataset,
+                "datasets": distinct(group.groupby(["mechanism", "delta", "epsilon"]).size()),
+                "trials": distinct(group["trials"]),
+                "n": distinct(group["n"]),
+                "bounds": " / ".join(sorted(bounds)),
+            }
+        )
+    return pd.DataFrame.from_records(rows)
+
+
+# --------------------------------------------------------------------------- figure
+
+
+def series_label(mechanism: str, delta: float) -> str:
+    """Legend text: the display name, with δ when it is not zero."""
+    name = figure_style.display_name(mechanism)
+    return name if delta == 0 else f"{name}, δ={delta:g}"
+
+
+def _series_order(agg: pd.DataFrame) -> list[tuple[str, float]]:
+    pairs = agg[["mechanism", "delta"]].drop_duplicates().itertuples(index=False)
+    return sorted(
+        ((m, float(d)) for m, d in pairs), key=lambda p: (figure_style.sort_key(p[0]), p[1])
+    )
+
+
+def _markers(series: Sequence[tuple[str, float]]) -> dict[tuple[str, float], str]:
+    """Each mechanism's own marker for its first δ; further δ of the same mechanism
+    (same colour) get the fallback markers so the lines stay distinguishable."""
+    seen: dict[str, int] = {}
+    markers = {}
+    for mechanism, delta in series:
+        index = seen.get(mechanism, 0)
+        seen[mechanism] = index + 1
+        others = figure_style.FALLBACK_MARKERS
+        own = figure_style.style(mechanism).marker
+        markers[mechanism, delta] = own if index == 0 else others[(index - 1) % len(others)]
+    return markers
+
+
+def draw_figure(agg: pd.DataFrame, datasets: Sequence[str]) -> tuple[Figure, dict[str, Axes]]:
+    """One panel per dataset: mean error against ε with ±1 sd bars, log y-axis.
+
+    Returns the figure and its axes by dataset, so further layers (e.g.
+    theoretical bounds) can be drawn on a panel before saving.
+    """
+    fig, axes = plt.subplots(
+        1, len(datasets), figsize=(4.2 * len(datasets), 3.8), layout="constrained", squeeze=False
+    )
+    panels = dict(zip(datasets, axes[0], strict=True))
+    series = _series_order(agg)
+    markers = _markers(series)
+    for dataset, ax in panels.items():
+        for mechanism, delta in series:
+            line = agg.loc[
+                (agg["dataset"] == dataset)
+                & (agg["mechanism"] == mechanism)
+                & (agg["delta"] == delta)
+            ].sort_values("epsilon")
+            if line.empty:
+                continue
+            look = figure_style.style(mechanism)
+            ax.errorbar(
+                line["epsilon"],
+                line["mean_error"],
+                yerr=line["sd_error"].fillna(0.0),
+                color=look.colour,
+                linestyle=look.linestyle,
+                marker=markers[mechanism, delta],
+                markersize=4,
+                capsize=3,
+                label=series_label(mechanism, delta),
+            )
+        ax.set_yscale("log", nonpositive="clip")
+        ax.set_title(figure_style.dataset_title(dataset))
+        ax.set_xlabel("ε")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0][0].set_ylabel("mean |T(S) − M(S)|")
+    handles: dict[str, object] = {}
+    for ax in panels.values():
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=math.ceil(len(handles) / 2),
+    )
+    return fig, panels
+
+
+def save_figure(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
+    """Write ``stem.png`` (150 dpi) and ``stem.pdf`` into ``out_dir``."""
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+    fig.savefig(paths[0], dpi=DPI)
+    fig.savefig(paths[1])
+    plt.close(fig)
+    return paths
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _format_value(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.6g}"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return str(value)
+
+
+def _format_number(value: float, suffix: str = "") -> str:
+    return "—" if math.isnan(value) else f"{value:.3g}{suffix}"
+
+
+def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def paper_table(comparison: pd.DataFrame, tolerance: float) -> str:
+    """Markdown: paper's quoted ratio, ours, and whether they agree."""
+    rows = []
+    for r in comparison.itertuples(index=False):
+        paper_delta = "0" if r.paper_delta == "0" else "1/n"
+        verdict = "not run" if r.agrees is None else ("yes" if r.agrees else "**no**")
+        rows.append(
+            [
+                figure_style.dataset_title(r.dataset),
+                figure_style.display_name(r.mechanism),
+                _format_value(r.epsilon),
+                paper_delta,
+                _format_value(r.delta),
+                _format_number(r.paper, "×"),
+                _format_number(r.ours, "×"),
+                _format_number(r.ours / r.paper),
+                verdict,
+            ]
+        )
+    header = [
+        "distribution",
+        "baseline",
+        "ε",
+        "δ (paper)",
+        "δ (ours)",
+        "paper",
+        "ours",
+        "ours / paper",
+        f"agrees within {tolerance:.0%}?",
+    ]
+    return _markdown(header, rows)
+
+
+def ratio_tables(ratios: pd.DataFrame, datasets: Sequence[str]) -> str:
+    """Markdown, one table per dataset: rows ε, columns baselines, cells error / Duff error."""
+    parts = []
+    series = _series_order(ratios)
+    for dataset in datasets:
+        part = ratios.loc[ratios["dataset"] == dataset]
+        if part.empty:
+            continue
+        header = ["ε", *(series_label(m, d) for m, d in series)]
+        rows = []
+        for epsilon in sorted(part["epsilon"].unique()):
+            cells = [_format_value(epsilon)]
+            for mechanism, delta in series:
+                cell = part.loc[
+                    (part["epsilon"] == epsilon)
+                    & (part["mechanism"] == mechanism)
+                    & (part["delta"] == delta),
+                    "ratio",
+                ]
+                cells.append(_format_number(float(cell.iloc[0]), "×") if len(cell) else "—")
+            rows.append(cells)
+        parts.append(f"**{figure_style.dataset_title(dataset)}**\n\n" + _markdown(header, rows))
+    return "\n\n".join(parts)
+
+
+def error_tables(agg: pd.DataFrame, datasets: Sequence[str]) -> str:
+    """Markdown, one table per dataset: mean ± sd of the per-dataset mean error.
+
+    A cell shows ``[k]`` when it averages fewer datasets than the most in that table.
+    """
+    parts = []
+    series = _series_order(agg)
+    for dataset in datasets:
+        part = agg.loc[agg["dataset"] == dataset]
+        if part.empty:
+            continue
+        most = int(part["datasets"].max())
+        header = ["ε", *(series_label(m, d) for m, d in series)]
+        rows = []
+        for epsilon in sorted(part["epsilon"].unique()):
+            cells = [_format_value(epsilon)]
+            for mechanism, delta in series:
+                cell = part.loc[
+                    (part["epsilon"] == epsilon)
+                    & (part["mechanism"] == mechanism)
+                    & (part["delta"] == delta)
+                ]
+                if cell.empty:
+                    cells.append("—")
+                    continue
+                r = cell.iloc[0]
+                text = f"{_format_number(r['mean_error'])} ± {_format_number(r['sd_error'])}"
+                if int(r["datasets"]) < most:
+                    text += f" [{int(r['datasets'])}]"
+                cells.append(text)
+            rows.append(cells)
+        title = f"**{figure_style.dataset_title(dataset)}** ({most} datasets per cell"
+        title += " unless marked [k])"
+        parts.append(title + "\n\n" + _markdown(header, rows))
+    return "\n\n".join(parts)
+
+
+def guarantee_table(table: pd.DataFrame) -> str:
+    """Markdown: requested (ε, δ) beside the guarantee each mechanism reports."""
+    order = sorted(
+        table.itertuples(index=False),
+        key=lambda r: (figure_style.sort_key(r.mechanism), r.delta, r.epsilon),
+    )
+    rows = [
+        [
+            figure_style.display_name(r.mechanism),
+            _format_value(r.epsilon),
+            _format_value(r.delta),
+            r.guarantee_epsilon,
+            r.guarantee_delta,
+            r.rho,
+            r.neighbouring,
+            r.private,
+        ]
+        for r in order
+    ]
+    header = [
+        "mechanism",
+        "ε (requested)",
+        "δ (requested)",
+        "guarantee ε",
+        "guarantee δ",
+        "ρ (zCDP)",
+        "neighbouring",
+        "private",
+    ]
+    return _markdown(header, rows)
+
+
+def setup_table(setup: pd.DataFrame) -> str:
+    """Markdown: our replicates, trials, n and bounds beside section 6.1's."""
+    rows = [
+        [
+            figure_style.dataset_title(r.dataset),
+            f"{r.datasets} / {PAPER_SETUP['datasets']}",
+            f"{r.trials} / {PAPER_SETUP['trials']}",
+            f"{r.n} / {PAPER_SETUP['n']}",
+            f"{r.bounds} / {PAPER_SETUP['bounds'].get(r.dataset, '—')}",
+        ]
+        for r in setup.itertuples(index=False)
+    ]
+    header = ["distribution", "datasets (ours / paper)", "trials per dataset", "n", "[a, b]"]
+    return _markdown(header, rows)
+
+
+def failure_table(failed: pd.DataFrame) -> str:
+    """Markdown: counts of excluded rows, or a sentence saying there were none."""
+    if failed.empty:
+        return "None: every row has status `ok`."
+    rows = [
+        [
+            figure_style.dataset_title(str(r.dataset)),
+            figure_style.display_name(str(r.mechanism)),
+            _format_value(r.epsilon),
+            _format_value(r.delta),
+            str(r.rows),
+            r.status.replace("|", "\\|").replace("\n", " "),
+        ]
+        for r in failure_counts(failed).itertuples(index=False)
+    ]
+    return _markdown(["distribution", "mechanism", "ε", "δ", "rows", "status"], rows)
+
+
+def build_report(
+    *,
+    summary_path: Path,
+    setup: pd.DataFrame,
+    comparison: pd.DataFrame,
+    ratios: pd.DataFrame,
+    agg: pd.DataFrame,
+    guarantee: pd.DataFrame,
+    failed: pd.DataFrame,
+    datasets: Sequence[str],
+    tolerance: float,
+    notes: str | None,
+    notes_path: Path,
+) -> str:
+    """The full text of ``figure1_ratios.md``."""
+    if notes is None:
+        notes_text = (
+            f"_No notes file found at `{notes_path}`. This section is written by hand after "
+            "the reference run; this script does not generate explanations._"
+        )
+    else:
+        notes_text = notes.strip()
+    sections = [
+        "# Figure 1: Duff against the baselines (Duff paper, section 6.1)",
+        f"Generated by `scripts/plot_figure1.py` from `{summary_path}`. "
+        "Error of a mechanism on one dataset = mean of |T(S) − M(S)| over its trials; "
+        "the figures below average that over datasets. "
+        "Ratio = baseline's mean error / Duff's mean error at the same ε (> 1: Duff is better).",
+        "## Setup (ours / paper)",
+        setup_table(setup),
+        "## Ratios quoted in the paper",
+        "Section 6.1 quotes these for N(0, 1). It gives δ = 1/|S| = 0.001 for SmoothSens_ε,δ; "
+        "it does not give LaplaceLN's δ for Figure 1, so δ = 1/n is assumed (section 6.2 uses it). "
+        f'"Agrees" means |ours / paper − 1| ≤ {tolerance:g}.',
+        paper_table(comparison, tolerance),
+        "## Ratio to Duff at every ε",
+        ratio_tables(ratios, datasets),
+        "## Mean error (mean ± sd across datasets)",
+        error_tables(agg, datasets),
+        "## Privacy guarantee actually given",
+        "As reported by each mechanism (`guarantee_*`, `rho` columns of the summary). "
+        "A zCDP mechanism's (ε, δ) is its conversion, which can be far above the requested ε. "
+        "`private` is false when parameters were tuned on the private data.",
+        guarantee_table(guarantee),
+        "## Excluded rows (status != ok)",
+        failure_table(failed),
+        "## Where the reproduction disagrees, and why",
+        notes_text,
+    ]
+    return "\n\n".join(sections) + "\n"
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="plot_figure1.py", description="Draw the Duff paper's Figure 1 and its ratio table."
+    )
+    parser.add_argument("results_dir", type=Path, help="directory holding summary.csv")
+    parser.add_argument("--out", type=Path, help="output directory (default: RESULTS_DIR)")
+    parser.add_argument(
+        "--mechanisms",
+        nargs="+",
+        metavar="LABEL",
+        help="mechanism labels to draw (default: all); duff is always kept as the reference",
+    )
+    parser.add_argument(
+        "--notes",
+        type=Path,
+        help="text copied into 'Where the reproduction disagrees' "
+        "(default: RESULTS_DIR/figure1_notes.md if it exists)",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.25,
+        help="relative tolerance for 'agrees with the paper' (default: 0.25)",
+    )
+    return parser.parse_args(argv)
+
+
+def _read_notes(explicit: Path | None, default: Path) -> tuple[str | None, Path]:
+    if explicit is not None:
+        if not explicit.is_file():
+            raise InputError(f"--notes: {explicit}: no such file")
+        return explicit.read_text(encoding="utf-8"), explicit
+    if default.is_file():
+        return default.read_text(encoding="utf-8"), default
+    return None, default
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the script; returns the exit status (0, or 2 on unusable input)."""
+    args = parse_args(argv)
+    try:
+        if not (args.tolerance >= 0):
+            raise InputError(f"--tolerance: must be >= 0, got {args.tolerance}")
+        summary_path = args.results_dir / "summary.csv"
+        out_dir = args.out if args.out is not None else args.results_dir
+        notes, notes_path = _read_notes(args.notes, args.results_dir / "figure1_notes.md")
+        frame = select(load_summary(summary_path), FIGURE1_DATASETS, args.mechanisms)
+        ok, failed = split_failed(frame)
+        report_failed(failed, sys.stderr)
+        datasets = [d for d in FIGURE1_DATASETS if d in set(ok["dataset"])]
+        absent = [d for d in FIGURE1_DATASETS if d not in datasets]
+        if absent:
+            print(
+                f"plot_figure1: no usable rows for {', '.join(absent)}; panel(s) left out",
+                file=sys.stderr,
+            )
+        agg = aggregate(ok)
+        ratios = ratios_to_reference(agg)
+        comparison = compare_with_paper(agg, ratios, args.tolerance)
+    except InputError as err:
+        print(f"plot_figure1: error: {err}", file=sys.stderr)
+        return 2
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig, _ = draw_figure(agg, datasets)
+    figures = save_figure(fig, out_dir, "figure1")
+    report = build_report(
+        summary_path=summary_path,
+        setup=setup_summary(ok),
+        comparison=comparison,
+        ratios=ratios,
+        agg=agg,
+        guarantee=guarantees(ok),
+        failed=failed,
+        datasets=datasets,
+        tolerance=args.tolerance,
+        notes=notes,
+        notes_path=notes_path,
+    )
+    report_path = out_dir / "figure1_ratios.md"
+    report_path.write_text(report, encoding="utf-8")
+    print("## Ratios quoted in the paper\n")
+    print(paper_table(comparison, args.tolerance))
+    print("\n## Ratio to Duff at every ε\n")
+    print(ratio_tables(ratios, datasets))
+    print(f"\nwrote {', '.join(str(p) for p in [*figures, report_path])}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
