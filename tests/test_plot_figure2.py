@@ -1,0 +1,432 @@
+"""Tests of scripts/plot_figure2.py on a hand-made results directory and on a tiny real run.
+
+The results directories here use a synthetic ``column_2C.dat`` written to a
+temporary directory (310 rows, 210 AB then 100 NO, two decimals, with ties), so
+nothing depends on the real data or the network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import matplotlib.colors
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+import mechanisms
+from experiments.datasets import VERTEBRAL_MEASUREMENTS, vertebral_datasets
+from experiments.results import ESTIMATE_KEYS, SUMMARY_COLUMNS
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+CONF = Path(__file__).resolve().parents[1] / "conf"
+sys.path.insert(0, str(SCRIPTS))
+plot_figure2 = importlib.import_module("plot_figure2")
+figure_style = importlib.import_module("figure_style")
+
+EPSILON = 0.5
+MEDIAN_AB, MEDIAN_NO = 60.0, 50.0
+"""Lower medians of the synthetic pelvic incidence classes."""
+# Hand-made estimates of pelvic incidence, as offsets from each class's true median.
+# Duff: AB = 50 + [5, 0, 0, 20], NO = 50 + [0, 0, -5, 10]: of the 16 (AB, NO) pairs,
+# 9 have AB > NO and 4 tie (50 = 50), so P(true order) = (2·9 + 4) / 32 = 0.6875.
+DUFF_OFFSETS = {"AB": [-5.0, -10.0, -10.0, 10.0], "NO": [0.0, 0.0, -5.0, 10.0]}
+LAPLACE_OFFSETS = {"AB": [-20.0, 20.0, -10.0, 10.0], "NO": [10.0, -10.0, 20.0, -20.0]}
+DUFF_MAE = {"AB": 8.75, "NO": 3.75}
+LAPLACE_MAE = {"AB": 15.0, "NO": 15.0}
+DUFF_ORDER = 0.6875
+
+
+# ------------------------------------------------------------------ synthetic inputs
+
+
+def _class_values(rng: np.random.Generator, n: int, median: float) -> np.ndarray:
+    """``n`` two-decimal values with lower median exactly ``median`` and many ties."""
+    m = (n - 1) // 2  # 0-based index of the lower median
+    below = np.round(rng.uniform(median - 30, median - 0.01, m), 2)
+    above = np.round(rng.uniform(median + 0.01, median + 30, n - m - 1), 2)
+    values = np.concatenate((below, [median], above))
+    values[1::7] = values[0::7][: values[1::7].size]  # repeat values: ties on both sides
+    values = np.sort(values)
+    values[m] = median
+    return values
+
+
+def write_vertebral_file(path: Path, seed: int = 7) -> Path:
+    """A synthetic column_2C.dat: pelvic incidence has lower medians 60 (AB) and 50 (NO)."""
+    rng = np.random.default_rng(seed)
+    columns = {}
+    for label, n in (("AB", 210), ("NO", 100)):
+        cols = [_class_values(rng, n, MEDIAN_AB if label == "AB" else MEDIAN_NO)]
+        for k in range(1, 6):
+            cols.append(_class_values(rng, n, 40.0 + 5 * k + (3 if label == "AB" else 0)))
+        columns[label] = np.column_stack([rng.permutation(c) for c in cols])
+    lines = [
+        " ".join(f"{v:.2f}" for v in row) + f" {label}"
+        for label in ("AB", "NO")
+        for row in columns[label]
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="ascii")
+    return path
+
+
+def _row(dataset, mechanism: str, estimates: np.ndarray, status: str = "ok") -> dict:
+    truth = float(np.sort(dataset.values)[(dataset.size - 1) // 2])
+    delta = 1.0 / dataset.size if mechanism == "laplace_ln" else 0.0
+    ok = status == "ok"
+    return {
+        "dataset": "vertebral",
+        "subset": dataset.subset,
+        "replicate": 0,
+        "n": dataset.size,
+        "lower": dataset.lower,
+        "upper": dataset.upper,
+        "mechanism": mechanism,
+        "registry_name": mechanism,
+        "epsilon": EPSILON,
+        "delta": delta,
+        "trials": estimates.size,
+        "true_value": truth if ok else np.nan,
+        "mean_abs_error": float(np.mean(np.abs(estimates - truth))) if ok else np.nan,
+        "sd_abs_error": np.nan,
+        "rmse": np.nan,
+        "mean_error": np.nan,
+        "seconds": 0.01,
+        "guarantee_epsilon": 4.2 if mechanism == "laplace_ln" else EPSILON,
+        "guarantee_delta": delta,
+        "rho": EPSILON**2 / 2 if mechanism == "laplace_ln" else np.nan,
+        "neighbouring": "add_remove",
+        "private": mechanism != "laplace_ln",
+        "status": status,
+    }
+
+
+def build_results(tmp_path: Path) -> tuple[Path, Path, pd.DataFrame]:
+    """A results directory in the harness's format: run.json, summary.csv, estimates.npz."""
+    data_file = write_vertebral_file(tmp_path / "column_2C.dat")
+    datasets = vertebral_datasets({"name": "vertebral", "path": str(data_file)})
+    rng = np.random.default_rng(11)
+    rows, matrices = [], []
+    for dataset in datasets:
+        measurement, label = dataset.subset.split("/")
+        truth = float(np.sort(dataset.values)[(dataset.size - 1) // 2])
+        for mechanism, offsets in (("laplace_ln", LAPLACE_OFFSETS), ("duff", DUFF_OFFSETS)):
+            if measurement == "pelvic_incidence":
+                estimates = truth + np.array(offsets[label])
+            else:
+                scale = 5.0 if mechanism == "laplace_ln" else 0.5
+                estimates = truth + rng.normal(0, scale, 4)
+            estimates = np.clip(estimates, dataset.lower, dataset.upper)
+            rows.append(_row(dataset, mechanism, estimates))
+            matrices.append(estimates)
+        if dataset.subset == "pelvic_tilt/NO":  # a failed mechanism: excluded and listed
+            rows.append(_row(dataset, "quantile_em", np.zeros(4), "ValueError: boom"))
+            matrices.append(np.full(4, np.nan))
+    summary = pd.DataFrame.from_records(rows, columns=list(SUMMARY_COLUMNS))
+    results = tmp_path / "results"
+    results.mkdir()
+    summary.to_csv(results / "summary.csv", index=False)
+    arrays = {key: summary[key].to_numpy() for key in ESTIMATE_KEYS}
+    arrays = {k: v.astype(str) if v.dtype == object else v for k, v in arrays.items()}
+    np.savez(results / "estimates.npz", **arrays, estimates=np.vstack(matrices))
+    run = {
+        "experiment": "figure2",
+        "runtime_seconds": 1.5,
+        "datasets": [{"id": d.id, "source": d.source} for d in datasets],
+        "numbers": {"datasets": [{"id": d.id, **d.describe()} for d in datasets]},
+    }
+    (results / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    return results, data_file, summary
+
+
+def run_main(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = plot_figure2.main(args)
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str, str]:
+    """One run of the script (two measurements), shared by the output tests."""
+    results, _, _ = build_results(tmp_path_factory.mktemp("figure2"))
+    out = results / "out"
+    args = [str(results), "--out", str(out), "--measurements", "pelvic_incidence", "pelvic_tilt"]
+    status, stdout, stderr = run_main(args)
+    return out, status, stdout, stderr
+
+
+# ------------------------------------------------------------------ numbers
+
+
+def test_order_probability_counts_every_pair_and_halves_ties() -> None:
+    ab = np.array([55.0, 50.0, 50.0, 70.0])
+    no = np.array([50.0, 50.0, 45.0, 60.0])
+    assert plot_figure2.order_probability(ab, no) == DUFF_ORDER
+    assert plot_figure2.order_probability(no, ab) == 1 - DUFF_ORDER
+    brute = np.mean([(x > y) + 0.5 * (x == y) for x in ab for y in no])
+    assert plot_figure2.order_probability(ab, no) == brute
+    assert plot_figure2.order_probability(np.ones(3), np.ones(5)) == 0.5
+    assert plot_figure2.order_probability(np.array([2.0]), np.array([1.0, 3.0])) == 0.5
+    with pytest.raises(ValueError, match="non-empty"):
+        plot_figure2.order_probability(np.array([]), no)
+
+
+def test_true_order_follows_the_data() -> None:
+    def cell(label: str, truth: float, estimates: list[float]):
+        return plot_figure2.Cell("m", label, "duff", np.array(estimates), truth, 0, 100, 4, 0, 0)
+
+    up = [1.0, 2.0, 3.0]
+    down = [2.0, 2.0, 9.0]
+    # AB's true median is below NO's: the probability that NO's estimate is above AB's.
+    p = plot_figure2.true_order_probability(cell("AB", 1.0, up), cell("NO", 5.0, down))
+    assert p == plot_figure2.order_probability(np.array(down), np.array(up))
+    same = plot_figure2.true_order_probability(cell("AB", 3.0, up), cell("NO", 3.0, down))
+    assert np.isnan(same)
+
+
+def test_loaded_cells_and_table(tmp_path: Path) -> None:
+    results_dir, _, _ = build_results(tmp_path)
+    results = plot_figure2.load_results(results_dir)
+    assert results.mechanisms == ("laplace_ln", "duff")
+    assert results.measurements == VERTEBRAL_MEASUREMENTS
+    assert results.epsilon == EPSILON
+    assert list(results.failed["mechanism"]) == ["quantile_em"]
+    table = plot_figure2.table_rows(results).set_index(["measurement", "mechanism"])
+    duff = table.loc[("pelvic_incidence", "duff")]
+    laplace = table.loc[("pelvic_incidence", "laplace_ln")]
+    assert (duff["median_AB"], duff["median_NO"]) == (MEDIAN_AB, MEDIAN_NO)
+    assert duff["mae_AB"] == pytest.approx(DUFF_MAE["AB"], rel=1e-12)
+    assert duff["mae_NO"] == pytest.approx(DUFF_MAE["NO"], rel=1e-12)
+    assert duff["p_true_order"] == DUFF_ORDER
+    assert laplace["mae_AB"] == pytest.approx(LAPLACE_MAE["AB"], rel=1e-12)
+    assert duff["ratio_AB"] == pytest.approx(DUFF_MAE["AB"] / LAPLACE_MAE["AB"], rel=1e-12)
+    assert duff["ratio_NO"] == pytest.approx(DUFF_MAE["NO"] / LAPLACE_MAE["NO"], rel=1e-12)
+    assert laplace["ratio_AB"] == 1.0
+
+
+def test_mechanism_order_puts_laplace_ln_and_duff_first() -> None:
+    labels = [
+        "my_plugin",
+        "quantile_em",
+        "duff",
+        "smooth_cauchy",
+        "laplace_ln_public",
+        "laplace_ln",
+    ]
+    assert sorted(labels, key=plot_figure2.mechanism_order) == [
+        "laplace_ln",
+        "duff",
+        "quantile_em",
+        "smooth_cauchy",
+        "laplace_ln_public",
+        "my_plugin",
+    ]
+
+
+def test_class_colours_are_fixed_and_distinct() -> None:
+    ab, no = figure_style.class_colour("AB"), figure_style.class_colour("NO")
+    assert ab != no
+    assert {ab, no}.isdisjoint(figure_style.KNOWN_COLOURS.values())
+    assert figure_style.class_colour("XY") == figure_style.class_colour("XY")
+    assert figure_style.class_name("NO") == "NO (normal)"
+    with pytest.raises(ValueError, match="label"):
+        figure_style.class_colour("")
+
+
+# ------------------------------------------------------------------ outputs
+
+
+def test_writes_figures_and_table(drawn: tuple[Path, int, str, str]) -> None:
+    out, status, _, stderr = drawn
+    assert status == 0, stderr
+    for stem in ("figure2", "figure3"):
+        assert (out / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (out / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
+    # Figure 3 has two rows here, Figure 2 one: it is taller.
+    height = lambda png: int.from_bytes(png.read_bytes()[20:24], "big")  # noqa: E731 (IHDR)
+    assert height(out / "figure3.png") > 1.5 * height(out / "figure2.png")
+    assert "quantile_em" in stderr and "boom" in stderr
+    assert (out / "figure2_table.md").is_file()
+
+
+def test_figure3_layout(tmp_path: Path) -> None:
+    """Six rows of data + one panel per mechanism; x = [a, b] per row; medians everywhere."""
+    results_dir, _, _ = build_results(tmp_path)
+    results = plot_figure2.load_results(results_dir)
+    data = plot_figure2.load_class_data(results, None, io.StringIO())
+    fig = plot_figure2.draw_figure(results, data, results.measurements)
+    try:
+        axes = np.array(fig.axes[: 6 * 3]).reshape(6, 3)
+        titles = [ax.get_title() for ax in axes[0]]
+        assert titles[0] == "data" and titles[2] == "Duff (EM)"
+        assert titles[1].startswith("LaplaceLN, δ = 1/n\n")  # δ = 1/n of each class
+        assert "ε' = 4.20" in titles[1] and "not private" in titles[1]
+        for row, measurement in zip(axes, VERTEBRAL_MEASUREMENTS, strict=True):
+            bounds = data[(measurement, "AB")].bounds
+            medians = {
+                float(
+                    np.sort(data[(measurement, c)].values)[(data[(measurement, c)].size - 1) // 2]
+                )
+                for c in ("AB", "NO")
+            }
+            for ax in row:
+                assert ax.get_xlim() == pytest.approx(bounds)
+                vertical = {float(line.get_xdata()[0]) for line in ax.get_lines()}
+                assert vertical == medians
+        colours = {patch.get_facecolor()[:3] for ax in fig.axes[:18] for patch in ax.patches}
+        expected = {matplotlib.colors.to_rgb(figure_style.class_colour(c)) for c in ("AB", "NO")}
+        assert colours == expected
+        legend = [text.get_text() for text in fig.legends[0].get_texts()]
+        assert any("AB (abnormal)" in t for t in legend) and any("median" in t for t in legend)
+    finally:
+        plt.close(fig)
+
+
+def test_table_numbers(drawn: tuple[Path, int, str, str]) -> None:
+    out, _, stdout, _ = drawn
+    table = (out / "figure2_table.md").read_text(encoding="utf-8")
+    for heading in (
+        "## Duff MAE / LaplaceLN MAE",
+        "## Per measurement and mechanism",
+        "## Mechanisms",
+        "## Excluded rows (status != ok)",
+    ):
+        assert heading in table
+    duff_row = next(
+        line for line in table.splitlines() if line.startswith("| pelvic incidence | Duff (EM) |")
+    )
+    cells = [c.strip() for c in duff_row.strip("|").split("|")]
+    assert cells[2:] == ["60", "50", "AB > NO", "8.75", "3.75", "0.6875", "0.583; 0.250"]
+    ratio_row = next(
+        line
+        for line in table.splitlines()
+        if line.startswith("| pelvic incidence |") and line.count("|") == 5
+    )
+    assert [c.strip() for c in ratio_row.strip("|").split("|")][1:3] == ["0.583", "0.250"]
+    assert "| pelvic_tilt/NO | quantile_em | ValueError: boom |" in table
+    assert "AB: 0.00476; NO: 0.01" in table  # LaplaceLN's δ = 1/n per class
+    assert "took 1.5 s" in table
+    assert "| pelvic incidence | Duff (EM) |" in stdout
+
+
+def test_only_selected_measurements(tmp_path: Path) -> None:
+    results, _, _ = build_results(tmp_path)
+    out = tmp_path / "only"
+    status, _, stderr = run_main(
+        [str(results), "--out", str(out), "--measurements", "pelvic_radius"]
+    )
+    assert status == 0, stderr
+    assert not (out / "figure2.png").exists()  # pelvic incidence not selected
+    assert "figure2 not drawn" in stderr
+    table = (out / "figure2_table.md").read_text(encoding="utf-8")
+    assert "| pelvic radius |" in table and "| pelvic incidence |" not in table
+
+
+# ------------------------------------------------------------------ errors
+
+
+def _error(args: list[str]) -> str:
+    status, _, stderr = run_main(args)
+    assert status == 2
+    assert stderr.splitlines()[-1].startswith("plot_figure2: error: ")
+    return stderr
+
+
+def test_missing_estimates_is_exit_2(tmp_path: Path) -> None:
+    results, _, _ = build_results(tmp_path)
+    (results / "estimates.npz").unlink()
+    stderr = _error([str(results)])
+    assert "estimates.npz: no such file" in stderr and "keep_estimates=true" in stderr
+    assert not (results / "figure3.png").exists()
+
+
+def test_missing_run_and_summary_are_exit_2(tmp_path: Path) -> None:
+    results, _, _ = build_results(tmp_path)
+    (results / "summary.csv").unlink()
+    assert "summary.csv: no such file" in _error([str(results)])
+    (results / "run.json").unlink()
+    assert "run.json: no such file" in _error([str(results)])
+
+
+def test_misaligned_estimates_are_exit_2(tmp_path: Path) -> None:
+    results, _, _ = build_results(tmp_path)
+    with np.load(results / "estimates.npz") as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    arrays["true_value"] = arrays["true_value"][::-1].copy()
+    np.savez(results / "estimates.npz", **arrays)
+    assert "true_value column differs" in _error([str(results)])
+
+
+def test_other_data_is_refused(tmp_path: Path) -> None:
+    results, _, _ = build_results(tmp_path)
+    other = write_vertebral_file(tmp_path / "other.dat", seed=8)
+    stderr = _error([str(results), "--data", str(other)])
+    assert "not the data the results were computed on" in stderr
+
+
+def test_several_epsilons_need_a_choice(tmp_path: Path) -> None:
+    results, _, summary = build_results(tmp_path)
+    summary.loc[summary["mechanism"] == "duff", "epsilon"] = 1.0
+    summary.to_csv(results / "summary.csv", index=False)
+    assert "choose one with --epsilon" in _error([str(results)])
+    assert "no rows at ε = 2" in _error([str(results), "--epsilon", "2"])
+
+
+# ------------------------------------------------------------------ the real harness
+
+
+def test_figure2_config_and_a_tiny_real_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conf/experiment/figure2.yaml composes to the paper's setup; a shrunk run plots."""
+    from hydra import compose, initialize_config_dir
+
+    from experiments.run import run
+
+    data_file = write_vertebral_file(tmp_path / "column_2C.dat")
+    monkeypatch.setenv("VERTEBRAL_DATA", str(data_file))
+    results_dir = tmp_path / "run"
+    labels = [m for m in ("laplace_ln", "duff", "quantile_em") if m in mechanisms.available()]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        paper = compose(config_name="config", overrides=["experiment=figure2"])
+        tiny = compose(
+            config_name="config",
+            overrides=[
+                "experiment=figure2",
+                "trials=25",
+                f"mechanisms=[{','.join(labels)}]",
+                f"results_dir={results_dir}",
+            ],
+        )
+    assert paper.name == "figure2"
+    assert list(paper.epsilons) == [0.5] and paper.trials == 1000
+    assert list(paper.datasets) == ["vertebral"] and paper.delta == "1/n"
+    assert list(paper.mechanisms) == ["laplace_ln", "duff"] and paper.keep_estimates is True
+
+    run(tiny, n_jobs=1)
+    status, _, stderr = run_main([str(results_dir), "--measurements", "pelvic_incidence"])
+    assert status == 0, stderr
+    assert (results_dir / "figure2.png").is_file() and (results_dir / "figure3.pdf").is_file()
+    summary = pd.read_csv(results_dir / "summary.csv", dtype={"subset": str})
+    results = plot_figure2.load_results(results_dir, measurements=["pelvic_incidence"])
+    table = plot_figure2.table_rows(results).set_index(["measurement", "mechanism"])
+    for label in ("AB", "NO"):
+        for mechanism in labels:
+            row = summary.loc[
+                (summary["subset"] == f"pelvic_incidence/{label}")
+                & (summary["mechanism"] == mechanism)
+            ].iloc[0]
+            if row["status"] != "ok":
+                continue
+            mae = table.loc[("pelvic_incidence", mechanism), f"mae_{label}"]
+            assert mae == pytest.approx(row["mean_abs_error"], rel=1e-12)
+            assert table.loc[("pelvic_incidence", mechanism), f"median_{label}"] == (
+                MEDIAN_AB if label == "AB" else MEDIAN_NO
+            )
