@@ -70,7 +70,7 @@ def _order_statistics(sorted_x: np.ndarray, ranks: np.ndarray, lower: float, upp
     n = sorted_x.size
     if n == 0:
         return np.where(ranks < 1, lower, upper)
-    inside = sorted_x[np.clip(ranks - 1, 0, n - 1)]
+    inside = sorted_x[np.minimum(np.maximum(ranks - 1, 0), n - 1)]  # np.clip is slower
     return np.where(ranks < 1, lower, np.where(ranks > n, upper, inside))
 
 
@@ -127,7 +127,9 @@ class MedianSmoothSensitivity:
     """``SS_β`` of the lower median of ``sorted_x ⊂ [lower, upper]``, for any ``β > 0``.
 
     Construction is O(1) and keeps a reference to ``sorted_x``; each evaluation
-    touches only the ranks that can still win (see the module docstring).
+    touches only the ranks that can still win (see the module docstring).  Under
+    add/remove neighbours the ``log A(k)`` computed so far are kept, so the many
+    evaluations of a tuning search share them.
     """
 
     _FIRST_WINDOW = 64
@@ -143,6 +145,7 @@ class MedianSmoothSensitivity:
         self._x = sorted_x
         self._lower, self._upper = float(lower), float(upper)
         self._log_range = float(np.log(self._upper - self._lower))
+        self._log_gaps = np.empty(0)  # log A(k) for k = 0, 1, ... (add/remove only)
         n = sorted_x.size
         if self.neighbouring is Neighbouring.ADD_REMOVE:
             self.local_sensitivity = float(self._add_remove_gaps(np.array([0]))[0])
@@ -159,16 +162,36 @@ class MedianSmoothSensitivity:
         n = self._x.size
         return self._at((n + costs) // 2 + 1) - self._at((n - costs) // 2)
 
+    def _log_gaps_below(self, count: int) -> np.ndarray:
+        """``log A(k)`` for ``k < count`` (``count <= n + 1``), from a cache grown by doubling."""
+        have = self._log_gaps.size
+        if have < count:
+            size = min(self._x.size + 1, max(count, 2 * have))
+            more = _log_positive(self._add_remove_gaps(np.arange(have, size)))
+            self._log_gaps = np.concatenate((self._log_gaps, more))
+        return self._log_gaps[:count]
+
     def _log_add_remove(self, betas: np.ndarray) -> np.ndarray:
-        """All β at once: gaps for costs ``0..K`` with ``K`` doubling until no β can gain."""
-        n, width = self._x.size, self._FIRST_WINDOW
+        """All β at once: gaps for costs ``0..K``, ``K`` doubling for each β until it cannot gain.
+
+        Each doubling scores only the new costs ``K_old + 1..K`` of the β still
+        open (the maximum of a union is the maximum of the parts' maxima).
+        """
+        n = self._x.size
+        best = np.full(betas.size, -np.inf)
+        open_ = np.arange(betas.size)
+        start, stop = 0, min(n + 1, self._FIRST_WINDOW)
         while True:
-            costs = np.arange(min(n, width - 1) + 1)
-            scores = _log_positive(self._add_remove_gaps(costs))[None, :] - np.outer(betas, costs)
-            best = scores.max(axis=1)
-            if costs[-1] == n or np.all(self._log_range - betas * (costs[-1] + 1) <= best):
+            costs = np.arange(start, stop)
+            part = self._log_gaps_below(stop)[start:][None, :] - np.outer(betas[open_], costs)
+            best[open_] = np.maximum(best[open_], part.max(axis=1))
+            if stop == n + 1:
                 return best
-            width *= 2
+            # costs >= stop score at most log(b - a) - β·stop
+            open_ = open_[self._log_range - betas[open_] * stop > best[open_]]
+            if not open_.size:
+                return best
+            start, stop = stop, min(n + 1, 2 * stop)
 
     def _log_replace_one(self, beta: float) -> float:
         n = self._x.size
