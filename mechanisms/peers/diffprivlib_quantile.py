@@ -1,0 +1,152 @@
+"""IBM diffprivlib's DP quantile (``diffprivlib.tools.quantile``) as a mechanism.
+
+What the library computes (diffprivlib 0.6, ``tools/quantiles.py``; Smith 2011,
+the quantile EM of seed 000): clip the ``k`` data points to ``[a, b]``, sort,
+append ``a`` and ``b``, and run its ``Exponential`` mechanism over the ``k + 1``
+gaps with utility ``u_i = -|i - alpha·k|`` (``i`` points below gap ``i``),
+``sensitivity=1`` and base measure the gap lengths, then draw uniformly inside
+the chosen gap.  So the output density on gap ``i`` is
+
+    ∝ exp(ε_lib · u_i / 2),                                         (seed 000, eq. 2.2)
+
+the continuous quantile EM, which :mod:`mechanisms.quantile_em` implements
+with ``neighbours="replace_one"`` (``Δu = 1``).  The adapter's :meth:`cdf` is
+that density's exact cdf (:class:`mechanisms.sampling.PiecewiseUniformRelease`,
+with the library's float ``alpha·k``); :meth:`sample` calls the library, one
+call per estimate, seeded from the ``rng`` it is given.
+
+Neighbouring and guarantee.  diffprivlib's documentation names no neighbouring
+relation for ``quantile``; its sensitivity 1 is that of ``u`` when one point is
+*replaced* (``i`` moves by at most 1; seed 000, Theorem 2), so a call with
+``epsilon=ε_lib`` is ε_lib-DP for replace-one neighbours.  Under add/remove
+``u`` moves by at most ``max(alpha, 1 - alpha)`` (Theorem 3), so the same call
+is ``max(alpha, 1 - alpha)·ε_lib``-DP.  Option ``neighbours`` picks the
+relation of the stated guarantee: ``"replace_one"`` (default, the library's
+own calibration) calls it with ``ε_lib = ε``; ``"add_remove"`` with
+``ε_lib = ε / max(alpha, 1 - alpha)``, which gives ``quantile_em``'s default
+(add/remove) distribution exactly.
+
+Numerics: diffprivlib samples in float64 with ``exp(scale·(u - max u))·length``
+normalised by a cumulative sum and a ``RandomState`` uniform; it takes the
+maximum before multiplying by the lengths (diffprivlib issue #107), so when many
+points tie at the mode its weights can all underflow.  The datasets of this
+benchmark have no ties, where it is exact to float rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mechanisms.base import (
+    Guarantee,
+    Mechanism,
+    Neighbouring,
+    Release,
+    check_choice,
+    check_rng,
+    check_size,
+)
+from mechanisms.peers import require
+from mechanisms.quantile_em import NEIGHBOURS, check_alpha, quantile_rank
+from mechanisms.registry import register
+from mechanisms.sampling import PiecewiseUniformRelease
+
+MIN_WIDTH = 1e-5
+"""diffprivlib widens bounds narrower than this (``check_bounds(min_separation=1e-5)``)."""
+
+
+class DiffprivlibRelease(Release):
+    """diffprivlib's quantile on one dataset: library draws, exact piecewise-uniform cdf."""
+
+    def __init__(
+        self, sorted_x: np.ndarray, lower: float, upper: float, alpha: float, library_epsilon: float
+    ) -> None:
+        self.lower, self.upper, self.n = float(lower), float(upper), int(sorted_x.size)
+        self.alpha, self.library_epsilon = alpha, library_epsilon
+        self._x = sorted_x
+        alpha_k = alpha * self.n  # the library's float product
+        scale = 0.5 * library_epsilon
+
+        def log_score(gaps: np.ndarray) -> np.ndarray:
+            return -scale * np.abs(gaps - alpha_k)
+
+        mode = min(max(math.floor(alpha_k + 0.5), 0), self.n)
+        self.true_value = (
+            self.lower if self.n == 0 else float(sorted_x[quantile_rank(self.n, alpha) - 1])
+        )
+        self._exact = PiecewiseUniformRelease(
+            sorted_x, lower, upper, log_score, mode=mode, true_value=self.true_value
+        )
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` calls of ``diffprivlib.tools.quantile``, each with a fresh accountant."""
+        size, rng = check_size(size), check_rng(rng)
+        diffprivlib = require("diffprivlib", DiffprivlibQuantile.name)
+        state = np.random.RandomState(int(rng.integers(2**32)))
+        out = np.empty(size)
+        for j in range(size):
+            out[j] = diffprivlib.tools.quantile(
+                self._x,
+                self.alpha,
+                epsilon=self.library_epsilon,
+                bounds=(self.lower, self.upper),
+                random_state=state,
+                accountant=diffprivlib.BudgetAccountant(),
+            )
+        return out
+
+    def cdf(self, x: np.ndarray | float) -> np.ndarray:
+        """Exact cdf of the distribution the library samples (see the module docstring)."""
+        return self._exact.cdf(x)
+
+
+@register
+class DiffprivlibQuantile(Mechanism):
+    """diffprivlib's exponential-mechanism quantile; ε-DP for the chosen ``neighbours``.
+
+    Options: ``alpha`` (the quantile; 0.5 = median) and ``neighbours``
+    (``"replace_one"``, the library's calibration, or ``"add_remove"``).
+    """
+
+    name = "diffprivlib_quantile"
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        delta: float | None = None,
+        bounding: str = "clip",
+        alpha: float = 0.5,
+        neighbours: str = "replace_one",
+    ) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
+        require("diffprivlib", self.name)
+        self.alpha = check_alpha(alpha)
+        self.neighbouring = Neighbouring(check_choice(neighbours, NEIGHBOURS, "neighbours"))
+        factor = 1.0 if self.neighbouring is Neighbouring.REPLACE_ONE else max(alpha, 1 - alpha)
+        self.library_epsilon = self.epsilon / factor
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return Guarantee(
+            epsilon=self.epsilon,
+            delta=0.0,
+            neighbouring=self.neighbouring,
+            source=(
+                f"diffprivlib.tools.quantile(epsilon={self.library_epsilon:.6g}): exponential "
+                "mechanism with utility -|i - alpha k|, sensitivity 1 (seed 000, Theorems 2-3)"
+            ),
+        )
+
+    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+        if upper - lower < MIN_WIDTH:
+            raise ValueError(f"bounds: diffprivlib needs b - a >= {MIN_WIDTH:g}")
+        return DiffprivlibRelease(sorted_x, lower, upper, self.alpha, self.library_epsilon)
+
+    def __repr__(self) -> str:
+        return (
+            f"DiffprivlibQuantile(epsilon={self.epsilon:g}, alpha={self.alpha:g}, "
+            f"neighbours={self.neighbouring.value!r})"
+        )

@@ -1,0 +1,253 @@
+"""OpenDP's DP quantile (``opendp.measurements.make_private_quantile``) as a mechanism.
+
+What the library computes (OpenDP 0.16, feature ``"contrib"``; Smith 2011,
+McKenna & Sheldon 2020): on a public, sorted list of ``candidates`` it scores
+each candidate ``c`` by the integer
+
+    s(c) = |(den - num)·#(x < c) - num·#(x > c)|,      alpha ≈ num/den,
+
+(``den·|g|`` for the rank term ``g`` of seed 000, eq. 2.2; ``alpha`` is exact when
+its binary fraction has a denominator below 10**4, else rounded to a multiple of
+1e-4) and returns a candidate by a noisy *min* with noise scale ``τ = scale·den``:
+
+* ``selection="permute_and_flip"`` (output measure ``max_divergence``, OpenDP's
+  pure-DP path): permute-and-flip — visit the candidates in uniformly random
+  order and return ``c`` with probability ``p_c = exp(-(s(c) - min s)/τ)``;
+* ``selection="exponential"`` (output measure ``zero_concentrated_divergence``):
+  Gumbel noisy min, i.e. the exponential mechanism ``P(c) ∝ exp(-s(c)/τ)``.
+
+Both use exact arithmetic (rationals, exact Bernoulli/Gumbel sampling from
+OpenDP's own cryptographically secure RNG, which cannot be seeded: the ``rng``
+given to :meth:`OpenDPRelease.sample` is checked but unused, so these rows are
+not reproducible bit for bit).
+
+Privacy (input metric ``symmetric_distance``, d_in = 1: add/remove one record).
+``s`` moves by at most ``den·max(alpha, 1 - alpha)`` per added/removed point,
+and OpenDP's privacy map gives ``ε = 2·max(alpha, 1 - alpha)/scale`` for
+permute-and-flip, and ``ρ = ε²/8`` for the Gumbel version, whose pure guarantee
+is ε-DP by the exponential-mechanism theorem (McSherry & Talwar; bounded range
+gives the ρ).  With ``scale = 2·max(alpha, 1 - alpha)/ε`` the candidate weights
+are ``exp(-ε·|g|/(2·max(alpha, 1 - alpha)))``: exactly :mod:`mechanisms.quantile_em`
+with ``neighbours="add_remove"``, restricted to the grid.  The adapter checks the
+library's own map (``measurement.map(1)``) against the stated guarantee at every
+release.
+
+Candidates: ``candidates`` equally spaced points on ``[a, b]`` (``numpy.linspace``,
+public).  The output is always a grid point, so the error includes up to half a
+grid step.
+
+Output distribution (:meth:`OpenDPRelease.cdf`, exact up to quadrature):
+the EM's is a softmax of ``-s/τ``.  Permute-and-flip returns ``c`` iff, with
+arrival times ``t_j`` i.i.d. uniform on ``[0, 1]``, ``c`` is accepted and every
+candidate arriving before it is rejected:
+
+    P(c) = p_c · ∫_0^1 Π_{j ≠ c} (1 - p_j·t) dt,
+
+evaluated per distinct score (candidates with equal scores have equal
+probabilities) by composite Gauss-Legendre quadrature on panels doubling away
+from 0; the probabilities are checked to sum to 1 (``Σ_c p_c(1 - p_c t)^-1 Π_j
+(1 - p_j t) = -d/dt Π_j (1 - p_j t)``, whose integral is 1).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from mechanisms.base import (
+    Guarantee,
+    Mechanism,
+    Neighbouring,
+    Release,
+    check_choice,
+    check_rng,
+    check_size,
+)
+from mechanisms.peers import require
+from mechanisms.quantile_em import check_alpha, quantile_rank
+from mechanisms.registry import register
+
+SELECTIONS = ("permute_and_flip", "exponential")
+ALPHA_DENOMINATOR = 10_000
+"""OpenDP's alpha granularity when alpha's exact fraction has a larger denominator."""
+NODES, WEIGHTS = np.polynomial.legendre.leggauss(24)
+NORMALISATION_TOLERANCE = 1e-9
+
+
+def opendp_alpha(alpha: float) -> tuple[int, int]:
+    """``(num, den)``: alpha as OpenDP's quantile scorer represents it."""
+    exact = Fraction(alpha)
+    if exact.denominator < ALPHA_DENOMINATOR:
+        return exact.numerator, exact.denominator
+    return round(alpha * ALPHA_DENOMINATOR), ALPHA_DENOMINATOR
+
+
+def candidate_scores(sorted_x: np.ndarray, candidates: np.ndarray, alpha: float) -> np.ndarray:
+    """OpenDP's integer scores ``|(den - num)·#(x < c) - num·#(x > c)|`` (lower is better)."""
+    num, den = opendp_alpha(alpha)
+    below = np.searchsorted(sorted_x, candidates, side="left")
+    above = sorted_x.size - np.searchsorted(sorted_x, candidates, side="right")
+    return np.abs((den - num) * below - num * above)
+
+
+def permute_and_flip_probabilities(log_p: np.ndarray) -> np.ndarray:
+    """``P(c) = p_c ∫_0^1 Π_{j≠c}(1 - p_j t) dt`` for ``p = exp(log_p)`` with ``max log_p = 0``.
+
+    Computed per distinct ``log_p`` value; raises ``ArithmeticError`` if the
+    probabilities do not sum to 1 within ``NORMALISATION_TOLERANCE``.
+    """
+    levels, index, counts = np.unique(log_p, return_inverse=True, return_counts=True)
+    p = np.exp(levels)  # tiny levels underflow to 0: they are never returned
+    total = float(counts @ p)  # S = Σ_j p_j >= 1; the integrand decays like exp(-S t)
+    width = min(1.0, 1.0 / total) / 4.0
+    edges = [0.0]
+    while edges[-1] < 1.0:
+        edges.append(min(1.0, max(width, 2.0 * edges[-1])))
+    left, right = np.array(edges[:-1]), np.array(edges[1:])
+    half = 0.5 * (right - left)
+    t = ((left + right)[:, None] / 2.0 + np.multiply.outer(half, NODES)).ravel()
+    w = np.multiply.outer(half, WEIGHTS).ravel()
+    log_one_minus = np.log1p(-np.multiply.outer(p, t))  # levels × nodes; t < 1
+    log_f = counts @ log_one_minus  # log Π_j (1 - p_j t)
+    integrals = np.exp(log_f - log_one_minus) @ w  # ∫ Π_{j≠c}(1 - p_j t) dt per level
+    per_candidate = p * integrals
+    mass = float(counts @ per_candidate)
+    if not abs(mass - 1.0) <= NORMALISATION_TOLERANCE:
+        raise ArithmeticError(f"permute-and-flip probabilities sum to {mass!r}, not 1")
+    return per_candidate[index]
+
+
+class OpenDPRelease(Release):
+    """OpenDP's quantile on one dataset: library draws, exact distribution on the grid."""
+
+    def __init__(
+        self,
+        sorted_x: np.ndarray,
+        lower: float,
+        upper: float,
+        *,
+        alpha: float,
+        epsilon: float,
+        candidates: np.ndarray,
+        selection: str,
+    ) -> None:
+        self.lower, self.upper, self.n = float(lower), float(upper), int(sorted_x.size)
+        self.alpha, self.selection, self.candidates = alpha, selection, candidates
+        self.true_value = (
+            self.lower if self.n == 0 else float(sorted_x[quantile_rank(self.n, alpha) - 1])
+        )
+        self._x, self._epsilon = sorted_x, epsilon
+        self._cumulative: np.ndarray | None = None
+        dp = require("opendp.prelude", OpenDPQuantile.name)
+        dp.enable_features("contrib")
+        self.scale = 2.0 * max(alpha, 1.0 - alpha) / epsilon
+        pure = selection == "permute_and_flip"
+        measure = dp.max_divergence() if pure else dp.zero_concentrated_divergence()
+        domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+        self._measurement = dp.m.make_private_quantile(
+            domain, dp.symmetric_distance(), measure, candidates.tolist(), alpha, self.scale
+        )
+        certified, promised = self._measurement.map(1), epsilon if pure else epsilon**2 / 8
+        if certified > promised * (1 + 1e-9):
+            raise RuntimeError(
+                f"OpenDP certifies {certified!r} for d_in = 1, above the stated {promised!r}"
+            )
+        self._data = sorted_x.tolist()
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` invocations of the OpenDP measurement (its own RNG; ``rng`` unused)."""
+        size = check_size(size)
+        check_rng(rng)
+        return np.array([self._measurement(self._data) for _ in range(size)], dtype=np.float64)
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """Probability of each candidate (see the module docstring)."""
+        den = opendp_alpha(self.alpha)[1]
+        scores = candidate_scores(self._x, self.candidates, self.alpha)
+        log_p = -(scores - scores.min()) / (self.scale * den)
+        if self.selection == "permute_and_flip":
+            return permute_and_flip_probabilities(log_p)
+        weights = np.exp(log_p)
+        return weights / weights.sum()
+
+    def cdf(self, x: np.ndarray | float) -> np.ndarray:
+        """``P(output <= x)``: total probability of the candidates ``<= x``."""
+        if self._cumulative is None:
+            cumulative = np.cumsum(self.probabilities)
+            cumulative /= cumulative[-1]
+            self._cumulative = cumulative
+        q = np.asarray(x, dtype=np.float64)
+        index = np.searchsorted(self.candidates, q, side="right") - 1
+        out = np.where(index >= 0, self._cumulative[np.maximum(index, 0)], 0.0)
+        out[np.isnan(q)] = np.nan
+        return out
+
+
+@register
+class OpenDPQuantile(Mechanism):
+    """OpenDP's quantile on a grid of candidates; ε-DP, add/remove neighbours.
+
+    Options: ``alpha`` (0.5 = median), ``candidates`` (number of equally spaced
+    grid points on ``[a, b]``, >= 2) and ``selection`` (``"permute_and_flip"``,
+    OpenDP's pure-DP mechanism, or ``"exponential"``, the exponential mechanism).
+    """
+
+    name = "opendp_quantile"
+    neighbouring = Neighbouring.ADD_REMOVE
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        delta: float | None = None,
+        bounding: str = "clip",
+        alpha: float = 0.5,
+        candidates: int = 10_001,
+        selection: str = "permute_and_flip",
+    ) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
+        require("opendp", self.name)
+        self.alpha = check_alpha(alpha)
+        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 2:
+            raise ValueError(f"candidates must be an integer >= 2, got {candidates!r}")
+        self.candidates = candidates
+        self.selection = check_choice(selection, SELECTIONS, "selection")
+
+    @property
+    def guarantee(self) -> Guarantee:
+        how = (
+            "permute-and-flip, OpenDP's max_divergence map"
+            if self.selection == "permute_and_flip"
+            else f"Gumbel noisy min = exponential mechanism (OpenDP certifies rho = "
+            f"{self.epsilon**2 / 8:.6g}-zCDP)"
+        )
+        return Guarantee(
+            epsilon=self.epsilon,
+            delta=0.0,
+            neighbouring=Neighbouring.ADD_REMOVE,
+            source=f"OpenDP make_private_quantile, symmetric_distance d_in = 1, {how}",
+        )
+
+    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+        grid = np.linspace(lower, upper, self.candidates)
+        if not (np.diff(grid) > 0).all():
+            raise ValueError(
+                f"candidates: {self.candidates} grid points on [{lower!r}, {upper!r}] repeat"
+            )
+        return OpenDPRelease(
+            sorted_x,
+            lower,
+            upper,
+            alpha=self.alpha,
+            epsilon=self.epsilon,
+            candidates=grid,
+            selection=self.selection,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenDPQuantile(epsilon={self.epsilon:g}, alpha={self.alpha:g}, "
+            f"candidates={self.candidates}, selection={self.selection!r})"
+        )
