@@ -27,6 +27,7 @@ KNOWN_NAMES: dict[str, str] = {
     "smooth_cauchy": "SmoothSens_ε (Cauchy)",
     "smooth_laplace": "SmoothSens_ε,δ (Laplace)",
     "laplace_ln": "LaplaceLN",
+    "laplace_ln_matched": "LaplaceLN, (ε, δ)-matched",
 }
 """Display names of the built-in mechanisms, in the order they are drawn."""
 
@@ -36,6 +37,7 @@ KNOWN_COLOURS: dict[str, str] = {
     "smooth_cauchy": "#ff7f0e",
     "smooth_laplace": "#2ca02c",
     "laplace_ln": "#d62728",
+    "laplace_ln_matched": "#7b0d1e",
 }
 
 KNOWN_MARKERS: dict[str, str] = {
@@ -44,6 +46,7 @@ KNOWN_MARKERS: dict[str, str] = {
     "smooth_cauchy": "s",
     "smooth_laplace": "^",
     "laplace_ln": "v",
+    "laplace_ln_matched": "d",
 }
 
 FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#843c39")

@@ -3,7 +3,7 @@
 Usage::
 
     python scripts/plot_figure1.py RESULTS_DIR [--out DIR] [--mechanisms LABEL ...]
-                                   [--notes PATH] [--tolerance 0.25]
+                                   [--notes PATH] [--tolerance 0.25] [--bounds [--eta 0.05]]
 
 Input: ``RESULTS_DIR/summary.csv`` written by the harness, one row per
 (dataset, replicate, mechanism, ε, δ); ``mean_abs_error`` is that dataset's mean
@@ -23,6 +23,16 @@ mechanism actually gives (``guarantee_*`` and ``rho`` columns of the summary);
 and a section of notes copied verbatim from ``RESULTS_DIR/figure1_notes.md``
 (or ``--notes``).  This script never writes explanations of its own.
 
+``--bounds`` (needs ``run.json`` and ``estimates.npz`` of a ``keep_estimates=true``
+run) also writes ``figure1_bounds.png``/``.pdf``: Figure 1 with, as dashed lines
+in each mechanism's colour, the mean over datasets of the per-dataset
+``(1 − η)``-quantile bound on ``|T(S) − M(S)|`` (:mod:`experiments.bounds`:
+Duff's Corollary 1 with C from the data, Proposition 7 for SmoothSens_ε, seed
+004's rank bound converted to data units for the quantile EM); and, through
+``scripts/bounds_coverage.py``, ``bounds.csv`` and ``bounds_coverage.md``, the
+fraction of trials within each bound.  The dashed lines bound a 95% quantile,
+the solid ones show a mean: they are not the same statistic.
+
 Exit status: 0 on success, 2 on unusable input (with a message on stderr).
 """
 
@@ -40,12 +50,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import bounds_coverage
 import figure_style
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 REFERENCE = "duff"
 FIGURE1_DATASETS = ("normal", "uniform", "beta")
@@ -391,17 +403,60 @@ def draw_figure(agg: pd.DataFrame, datasets: Sequence[str]) -> tuple[Figure, dic
         ax.set_xlabel("ε")
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("mean |T(S) − M(S)|")
+    figure_legend(fig, panels)
+    return fig, panels
+
+
+def figure_legend(fig: Figure, panels: dict[str, Axes], rows: int = 2) -> None:
+    """(Re)draw the figure's legend below the panels: the measured series (error bars)
+    first, then plain lines (bounds), in ``rows`` rows."""
+    for legend in list(fig.legends):
+        legend.remove()
     handles: dict[str, object] = {}
     for ax in panels.values():
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
+    order = sorted(handles, key=lambda label: isinstance(handles[label], Line2D))
     fig.legend(
-        list(handles.values()),
-        list(handles),
+        [handles[label] for label in order],
+        order,
         loc="outside lower center",
-        ncols=math.ceil(len(handles) / 2),
+        ncols=math.ceil(len(handles) / rows),
     )
-    return fig, panels
+
+
+PLOTTED_BOUNDS = ("corollary1", "proposition7", "attempt3")
+"""One bound per mechanism in the figure (Duff's with the paper's C is only tabulated:
+its assumption fails on most datasets)."""
+BOUND_LINESTYLE = (0, (4, 2))
+
+
+def bound_lines(rows: pd.DataFrame) -> pd.DataFrame:
+    """Mean over datasets of the per-dataset bound in data units (``abs_error``).
+
+    One row per (dataset, mechanism, bound, ε) of :data:`PLOTTED_BOUNDS`, from
+    the rows of :func:`bounds_coverage.evaluate`.
+    """
+    plotted = rows.loc[rows["bound"].isin(PLOTTED_BOUNDS)]
+    keys = ["dataset", "mechanism", "bound", "epsilon"]
+    return plotted.groupby(keys, sort=True)["abs_error"].mean().rename("bound_mean").reset_index()
+
+
+def draw_bounds(fig: Figure, panels: dict[str, Axes], lines: pd.DataFrame, eta: float) -> None:
+    """Add each mechanism's mean bound as a dashed line in its colour, and redo the legend."""
+    for (dataset, mechanism, _), line in lines.groupby(["dataset", "mechanism", "bound"]):
+        if dataset not in panels:
+            continue
+        line = line.sort_values("epsilon")
+        panels[dataset].plot(
+            line["epsilon"],
+            line["bound_mean"],
+            color=figure_style.style(mechanism).colour,
+            linestyle=BOUND_LINESTYLE,
+            linewidth=1.2,
+            label=f"{figure_style.display_name(mechanism)}: bound on {1 - eta:g}-quantile",
+        )
+    figure_legend(fig, panels, rows=4)
 
 
 def save_figure(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
@@ -678,7 +733,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=0.25,
         help="relative tolerance for 'agrees with the paper' (default: 0.25)",
     )
+    parser.add_argument(
+        "--bounds",
+        action="store_true",
+        help="also draw the theoretical error bounds (figure1_bounds.*) and write their "
+        "coverage table (needs estimates.npz: run with keep_estimates=true)",
+    )
+    parser.add_argument(
+        "--eta",
+        type=bounds_coverage.parse_eta,
+        default=0.05,
+        help="failure probability of the bounds: the (1 - eta)-quantile is bounded (default: 0.05)",
+    )
     return parser.parse_args(argv)
+
+
+def bound_results(
+    args: argparse.Namespace, datasets: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Bound coverage rows and table (:mod:`bounds_coverage`) for the drawn datasets and
+    mechanisms."""
+    rows, _ = bounds_coverage.coverage(args.results_dir, args.eta)
+    keep = rows["dataset"].isin(datasets)
+    if args.mechanisms is not None:
+        keep &= rows["mechanism"].isin([*args.mechanisms, REFERENCE])
+    rows = rows.loc[keep].reset_index(drop=True)
+    if rows.empty:
+        raise InputError("--bounds: no mechanism with a known bound among the drawn rows")
+    return rows, bounds_coverage.summarise(rows, args.eta)
 
 
 def _read_notes(explicit: Path | None, default: Path) -> tuple[str | None, Path]:
@@ -713,7 +795,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         agg = aggregate(ok)
         ratios = ratios_to_reference(agg)
         comparison = compare_with_paper(agg, ratios, args.tolerance)
-    except InputError as err:
+        theory = bound_results(args, datasets) if args.bounds else None
+    except (InputError, bounds_coverage.InputError) as err:
         print(f"plot_figure1: error: {err}", file=sys.stderr)
         return 2
 
@@ -735,6 +818,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     report_path = out_dir / "figure1_ratios.md"
     report_path.write_text(report, encoding="utf-8")
+    if theory is not None:
+        rows, table = theory
+        fig, panels = draw_figure(agg, datasets)
+        draw_bounds(fig, panels, bound_lines(rows), args.eta)
+        figures += save_figure(fig, out_dir, "figure1_bounds")
+        figures += bounds_coverage.write_outputs(rows, table, out_dir, args.eta)
     print("## Ratios quoted in the paper\n")
     print(paper_table(comparison, args.tolerance))
     print("\n## Ratio to Duff at every ε\n")

@@ -379,3 +379,92 @@ def test_figure_style() -> None:
     ]
     with pytest.raises(ValueError, match="label"):
         figure_style.style("")
+
+
+# ------------------------------------------------------------------ --bounds
+
+
+@pytest.fixture(scope="module")
+def estimates_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny real run with estimates (the bounds need the regenerated datasets)."""
+    from experiments.run import run as run_sweep
+
+    config = {
+        "name": "plot_bounds_test",
+        "seed": 3,
+        "n": 41,
+        "replicates": 2,
+        "trials": 30,
+        "epsilons": [0.5, 2.0],
+        "delta": "1/n",
+        "datasets": ["normal", "beta"],
+        "mechanisms": ["duff", "quantile_em", "smooth_cauchy", "smooth_laplace_public"],
+        "keep_estimates": True,
+        "plugins": [],
+        "n_jobs": 1,
+    }
+    return run_sweep(config, results_dir=tmp_path_factory.mktemp("estimates_run"))
+
+
+def test_bounds_option_writes_figure_and_coverage(estimates_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert plot_figure1.main([str(estimates_run), "--out", str(out), "--bounds"]) == 0
+    for name in ("figure1.png", "figure1_bounds.png", "figure1_bounds.pdf"):
+        assert (out / name).stat().st_size > 1000
+    rows = pd.read_csv(out / "bounds.csv", dtype={"subset": str})
+    assert set(rows["mechanism"]) == {"duff", "quantile_em", "smooth_cauchy"}
+    assert set(rows["dataset"]) == {"normal", "beta"}
+    table = (out / "bounds_coverage.md").read_text(encoding="utf-8")
+    assert "| quantile_em | seed 004, attempt 3 (rank error) | rank error | beta | 2 |" in table
+    with pytest.raises(SystemExit):
+        plot_figure1.main([str(estimates_run), "--bounds", "--eta", "0"])
+    # --mechanisms keeps Duff and the named mechanism only
+    args = plot_figure1.parse_args(
+        [str(estimates_run), "--bounds", "--mechanisms", "smooth_cauchy"]
+    )
+    rows, table = plot_figure1.bound_results(args, ["normal"])
+    assert set(rows["mechanism"]) == {"duff", "smooth_cauchy"}
+    assert set(table["dataset"]) == {"normal"}
+
+
+def test_bound_lines_are_dashed_means_in_the_mechanism_colour(estimates_run: Path) -> None:
+    bounds_coverage = importlib.import_module("bounds_coverage")
+    rows, _ = bounds_coverage.coverage(estimates_run, 0.05)
+    frame = plot_figure1.load_summary(estimates_run / "summary.csv")
+    ok, _ = plot_figure1.split_failed(frame)
+    fig, panels = plot_figure1.draw_figure(plot_figure1.aggregate(ok), ["normal", "beta"])
+    try:
+        plot_figure1.draw_bounds(fig, panels, plot_figure1.bound_lines(rows), 0.05)
+        for dataset, ax in panels.items():
+            for mechanism, bound in [
+                ("duff", "corollary1"),
+                ("quantile_em", "attempt3"),
+                ("smooth_cauchy", "proposition7"),
+            ]:
+                label = f"{figure_style.display_name(mechanism)}: bound on 0.95-quantile"
+                (line,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+                cell = rows.loc[
+                    (rows["dataset"] == dataset)
+                    & (rows["mechanism"] == mechanism)
+                    & (rows["bound"] == bound)
+                ]
+                expected = cell.groupby("epsilon")["abs_error"].mean().sort_index()
+                np.testing.assert_allclose(line.get_xdata(), expected.index)
+                np.testing.assert_allclose(line.get_ydata(), expected.values, rtol=1e-12)
+                assert line.get_color() == figure_style.style(mechanism).colour
+                assert line.get_linestyle() == "--"
+            paper_c = [ln for ln in ax.get_lines() if "2(b" in str(ln.get_label())]
+            assert not paper_c  # the paper-C variant is tabulated, not drawn
+        texts = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert texts[0] == figure_style.display_name("duff")
+        assert texts[-1].endswith("bound on 0.95-quantile")
+    finally:
+        plt.close(fig)
+
+
+def test_bounds_option_needs_estimates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = _write(tmp_path, build_summary())
+    assert plot_figure1.main([str(results), "--bounds"]) == 2
+    err = capsys.readouterr().err
+    assert "keep_estimates=true" in err and "Traceback" not in err
+    assert not (results / "figure1_bounds.png").exists()
