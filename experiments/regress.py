@@ -1,0 +1,597 @@
+"""The CI regression gate on accuracy: run the ``regression`` sweep, compare with a baseline.
+
+Run ``python -m experiments.regress`` (or ``duff-regress``)::
+
+    python -m experiments.regress                       # run the sweep, compare, exit 0/1/2
+    python -m experiments.regress --candidate DIR       # compare an existing run instead
+    python -m experiments.regress --update              # rewrite the baseline on purpose
+
+The sweep is ``conf/experiment/regression.yaml`` (every mechanism of the study ×
+normal/uniform/beta × ε ∈ {0.1, 0.5, 2}, fixed seed).  A *cell* is one
+(dataset, subset, mechanism label, ε); its error is the mean over the ``R``
+replicates of the per-replicate ``mean_abs_error`` (:mod:`experiments.metrics`),
+
+    m̄ = (1/R) Σ_r mean_abs_error_r        (summed exactly, :func:`math.fsum`).
+
+The baseline (``results/baselines/regression.csv``, one row per cell) stores
+``m̄``, the replicate-to-replicate SD ``s`` of ``mean_abs_error``, ``R``, the
+standard error of ``log m̄`` and the cell's tolerance, plus the hash of the
+sweep's config and of the cell's own config.
+
+**The test.**  The statistic is the log-ratio ``d = ln(m̄_now / m̄_base)``.  By
+the delta method (Casella & Berger, *Statistical Inference*, §5.5.4),
+``SE(ln m̄) ≈ SE(m̄)/m̄ = s / (√R · m̄)``.  If a change redraws
+the randomness without changing the distribution of the error (a sampler
+rewritten, a new numpy stream), the two cell means are independent estimates of
+the same quantity and ``d ≈ N(0, 2·SE²)``.  A cell fails when
+
+    |d| > tolerance = max(min_effect, z_{1 − α/(2C)} · √2 · SE),
+
+a two-sided z-test per cell at level ``α/C`` over the ``C`` cells of the sweep,
+so by the Bonferroni inequality the chance that such a change fails *any* cell
+is at most ``α`` (:data:`ALPHA` = 0.01); ``min_effect`` (:data:`MIN_EFFECT` =
+ln 1.1) keeps cells with a tiny SE from failing on a practically irrelevant change.
+Same data across the two runs only makes ``d`` less variable, so the rate is
+conservative.  A cell whose error *drops* beyond its tolerance fails too: a
+mechanism that suddenly got much more accurate may have stopped being private
+(noise lost, ε miscalibrated).  A cell with failed rows (``status`` ≠ ok) fails.
+
+**Exact reproduction.**  Seeds are fixed (:mod:`experiments.seeding`), so a
+clean run reproduces every ``m̄`` bit for bit; the report counts identical
+cells, so any numeric change is visible even when it is within tolerance.
+
+**Configs.**  A candidate's ``run.json`` (next to its ``summary.csv``) gives its
+config; each cell's config hash covers what determines that cell's numbers
+(format, seed, trials, δ rule, the dataset and mechanism entries, ε), so a
+candidate is refused unless every baseline cell is present with the same cell
+config (a superset sweep is accepted, its extra cells ignored).
+
+Exit status: 0 all cells hold, 1 a cell failed, 2 usage or input error (message
+on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from experiments.datasets import DatasetError
+from experiments.plan import CONF_DIR, ConfigError, build_plan
+from experiments.results import (
+    RUN_FILE,
+    SUMMARY_COLUMNS,
+    SUMMARY_FILE,
+    ResultsDirError,
+    config_hash,
+    write_text_atomic,
+)
+
+EXPERIMENT = "regression"
+BASELINE = CONF_DIR.parent / "results" / "baselines" / "regression.csv"
+ALPHA = 0.01
+"""Family-wise false-alarm rate of the gate (Bonferroni over the cells)."""
+MIN_EFFECT = math.log(1.1)
+"""Smallest log-ratio that may fail a cell: a change of the error by less than 10% never does."""
+CELL = ("dataset", "subset", "mechanism", "epsilon")
+BASELINE_COLUMNS = (
+    *CELL,
+    "replicates",
+    "mean_abs_error",
+    "replicate_sd",
+    "se_log",
+    "tolerance",
+    "cell_hash",
+    "config_hash",
+)
+EXACT = ("epsilon", "mean_abs_error", "replicate_sd", "se_log", "tolerance")
+"""Float columns read as text and parsed by :class:`float` (exact round trip)."""
+SHOWN_ROWS = 40
+SCRATCH = Path("/dev/shm")
+
+VERDICT_NOTES = {
+    "WORSE": "error rose beyond the tolerance: an accuracy regression.",
+    "BETTER?": (
+        "error fell beyond the tolerance: the mechanism may have stopped being private "
+        "(noise lost, epsilon miscalibrated). If the gain is real and intended, rewrite the "
+        "baseline with --update and say why in the commit."
+    ),
+    "FAILED": "rows of this cell failed (summary.csv status column); the error is undefined.",
+}
+
+
+class GateInputError(ValueError):
+    """A missing or inconsistent baseline or candidate (exit status 2)."""
+
+
+# ----------------------------------------------------------------- the sweep
+
+
+def regression_config(overrides: Sequence[str] = ()) -> Any:
+    """The composed Hydra config of ``experiment=regression`` (plus ``overrides``)."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("config", overrides=[f"experiment={EXPERIMENT}", *overrides])
+
+
+def cell_hashes(numbers: Mapping[str, Any]) -> dict[tuple[str, str, float], tuple[str, int]]:
+    """``(dataset id, label, ε) → (cell hash, replicates)`` from a run's ``numbers``.
+
+    The cell hash covers the format, seed, trials, δ rule, the dataset's and the
+    mechanism's entries and ε: everything that determines the cell's numbers
+    (:mod:`experiments.seeding` keys every stream on the cell's identity).
+    """
+    try:
+        shared = {key: numbers[key] for key in ("format", "seed", "trials", "delta")}
+        result = {}
+        for dataset in numbers["datasets"]:
+            for mechanism in numbers["mechanisms"]:
+                for epsilon in numbers["epsilons"]:
+                    cell = {**shared, "dataset": dataset, "mechanism": mechanism}
+                    digest = config_hash({**cell, "epsilon": float(epsilon)})[:16]
+                    key = (dataset["id"], mechanism["label"], float(epsilon))
+                    result[key] = (digest, int(dataset.get("replicates", 1)))
+    except (KeyError, TypeError, ValueError) as err:
+        raise GateInputError(f"run.json 'numbers' is malformed ({err!r})") from None
+    return result
+
+
+def run_sweep(results_dir: Path | None, n_jobs: int) -> tuple[Path, float]:
+    """Run (or resume) the regression sweep; return its results directory and wall time."""
+    from experiments.run import run
+
+    cfg = regression_config()
+    start = time.perf_counter()
+    out = run(cfg, results_dir=results_dir, n_jobs=n_jobs)
+    return out, time.perf_counter() - start
+
+
+def scratch_dir() -> str | None:
+    """Parent for a throwaway results directory: ``/dev/shm`` when writable, else the default.
+
+    The harness fsyncs each of the sweep's 4200 unit files; on a RAM-backed file
+    system that costs nothing, on a busy disk it can take longer than the sweep itself.
+    """
+    return str(SCRATCH) if SCRATCH.is_dir() and os.access(SCRATCH, os.W_OK) else None
+
+
+# ---------------------------------------------------------------- candidates
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Per-cell statistics of one run (index: :data:`CELL`) and its sweep's config hash."""
+
+    cells: pd.DataFrame
+    config_hash: str
+
+
+def read_summary_csv(path: Path) -> pd.DataFrame:
+    """``summary.csv`` with exact floats; its columns must be :data:`SUMMARY_COLUMNS`."""
+    text = ("dataset", "subset", "mechanism", "status")
+    try:
+        summary = pd.read_csv(path, dtype=dict.fromkeys((*text, "epsilon", "mean_abs_error"), str))
+    except (OSError, ValueError) as err:
+        raise GateInputError(f"cannot read {path}: {err}") from None
+    if tuple(summary.columns) != SUMMARY_COLUMNS:
+        missing = [c for c in SUMMARY_COLUMNS if c not in summary.columns]
+        extra = [c for c in summary.columns if c not in SUMMARY_COLUMNS]
+        raise GateInputError(
+            f"{path} does not have the columns of this harness's summary.csv "
+            f"(missing: {', '.join(missing) or '-'}; unexpected: {', '.join(extra) or '-'}"
+            f"{'' if missing or extra else '; order differs'})"
+        )
+    summary["subset"] = summary["subset"].fillna("")
+    summary["status"] = summary["status"].fillna("")
+    _exact_floats(summary, path, ("epsilon", "mean_abs_error"))
+    try:
+        summary["replicate"] = pd.to_numeric(summary["replicate"]).astype(np.int64)
+    except (TypeError, ValueError) as err:
+        raise GateInputError(f"{path}: a numeric column holds non-numbers ({err})") from None
+    return summary
+
+
+def _exact_floats(table: pd.DataFrame, path: Path, columns: Sequence[str]) -> None:
+    """Parse ``columns`` (read as text) with :class:`float`: exact, unlike some pandas parsers."""
+    for column in columns:
+        try:
+            table[column] = np.array([float(v) for v in table[column]], dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise GateInputError(f"{path}: column {column} holds a non-number ({err})") from None
+
+
+def read_candidate(path: Path) -> Candidate:
+    """Read a results directory (or its ``summary.csv``) and its ``run.json``."""
+    path = Path(path)
+    summary_path = path / SUMMARY_FILE if path.is_dir() else path
+    run_path = summary_path.parent / RUN_FILE
+    if not summary_path.is_file():
+        raise GateInputError(f"candidate {path}: no {SUMMARY_FILE} there")
+    try:
+        manifest = json.loads(run_path.read_text(encoding="utf-8"))
+        digest, numbers = manifest["config_hash"], manifest["numbers"]
+        status = manifest.get("status")
+    except FileNotFoundError:
+        raise GateInputError(
+            f"candidate {path}: no {RUN_FILE} next to {SUMMARY_FILE}; the gate needs it to "
+            "check which config produced the numbers"
+        ) from None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise GateInputError(f"candidate {path}: {RUN_FILE} is unreadable ({err!r})") from None
+    if status != "complete":
+        raise GateInputError(f"candidate {path}: the run is not complete ({RUN_FILE} status)")
+    try:
+        consistent = config_hash(numbers) == digest
+    except (TypeError, ValueError):
+        consistent = False
+    if not consistent:
+        raise GateInputError(f"candidate {path}: {RUN_FILE} config_hash does not match its numbers")
+    return Candidate(cell_statistics(read_summary_csv(summary_path), numbers), digest)
+
+
+def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per cell: replicates, failed rows, m̄ and the replicate SD, cell hash."""
+    hashes = cell_hashes(numbers)
+    rows = []
+    for (dataset, subset, label, epsilon), group in summary.groupby(list(CELL), sort=False):
+        dataset_id = f"{dataset}/{subset}" if subset else dataset
+        name = f"{dataset_id}/{label}/eps={epsilon:g}"
+        known = hashes.get((dataset_id, label, float(epsilon)))
+        if known is None:
+            raise GateInputError(f"summary.csv has rows of cell {name}, absent from run.json")
+        digest, replicates = known
+        if sorted(group["replicate"]) != list(range(replicates)):
+            raise GateInputError(
+                f"cell {name}: expected one row per replicate 0..{replicates - 1}, "
+                f"got {len(group)} rows"
+            )
+        group = group.sort_values("replicate")
+        ok = (group["status"] == "ok").to_numpy()
+        errors = group["mean_abs_error"].to_numpy()[ok]
+        if not np.all(np.isfinite(errors)):
+            raise GateInputError(f"cell {name}: a row with status ok has a non-finite error")
+        failed = int(np.count_nonzero(~ok))
+        mean = math.fsum(errors) / errors.size if errors.size else math.nan
+        rows.append(
+            {
+                "dataset": dataset,
+                "subset": subset,
+                "mechanism": label,
+                "epsilon": float(epsilon),
+                "replicates": replicates,
+                "failed": failed,
+                "status_example": group["status"].to_numpy()[~ok][0] if failed else "",
+                "mean_abs_error": mean,
+                "replicate_sd": float(np.std(errors, ddof=1)) if errors.size > 1 else math.nan,
+                "cell_hash": digest,
+            }
+        )
+    columns = [*CELL, "replicates", "failed", "status_example", "mean_abs_error"]
+    table = pd.DataFrame(rows, columns=[*columns, "replicate_sd", "cell_hash"])
+    return table.set_index(list(CELL)).sort_index()
+
+
+# ------------------------------------------------------------------ baseline
+
+
+def tolerances(se_log: np.ndarray, cells: int) -> np.ndarray:
+    """``max(MIN_EFFECT, z_{1−α/(2C)}·√2·SE)`` for each cell's SE of ``log m̄``."""
+    z = stats.norm.ppf(1.0 - ALPHA / (2.0 * cells))
+    return np.maximum(MIN_EFFECT, z * math.sqrt(2.0) * np.asarray(se_log, dtype=np.float64))
+
+
+def make_baseline(candidate: Candidate) -> pd.DataFrame:
+    """The baseline table of a complete, failure-free run (one row per cell)."""
+    cells = candidate.cells
+    bad = cells[(cells["failed"] > 0) | ~(cells["mean_abs_error"] > 0)]
+    if len(bad):
+        first = " / ".join(map(str, bad.index[0]))
+        raise GateInputError(
+            f"cannot write a baseline: {len(bad)} cells have failed rows or zero error "
+            f"(e.g. {first}: {bad['status_example'].iloc[0] or 'zero error'})"
+        )
+    if (cells["replicates"] < 2).any():
+        raise GateInputError("cannot write a baseline: every cell needs at least 2 replicates")
+    baseline = cells.reset_index()
+    baseline["se_log"] = baseline["replicate_sd"] / (
+        np.sqrt(baseline["replicates"]) * baseline["mean_abs_error"]
+    )
+    baseline["tolerance"] = tolerances(baseline["se_log"].to_numpy(), len(baseline))
+    baseline["config_hash"] = candidate.config_hash
+    return baseline.loc[:, list(BASELINE_COLUMNS)]
+
+
+def write_baseline(path: Path, baseline: pd.DataFrame) -> None:
+    """Write the baseline CSV atomically (floats in their shortest exact form)."""
+    write_text_atomic(path, baseline.to_csv(index=False))
+
+
+def read_baseline(path: Path) -> pd.DataFrame:
+    """Read and check a baseline written by :func:`write_baseline` (index: :data:`CELL`)."""
+    if not Path(path).is_file():
+        raise GateInputError(
+            f"no baseline at {path}; create it with: python -m experiments.regress --update"
+        )
+    text = ("dataset", "subset", "mechanism", "cell_hash", "config_hash")
+    try:
+        baseline = pd.read_csv(path, dtype=dict.fromkeys((*text, *EXACT), str))
+    except (OSError, ValueError) as err:
+        raise GateInputError(f"cannot read baseline {path}: {err}") from None
+    if tuple(baseline.columns) != BASELINE_COLUMNS:
+        raise GateInputError(
+            f"baseline {path} has columns {list(baseline.columns)}, expected "
+            f"{list(BASELINE_COLUMNS)}; regenerate it with --update"
+        )
+    baseline["subset"] = baseline["subset"].fillna("")
+    _exact_floats(baseline, path, EXACT)
+    if (
+        baseline.empty
+        or baseline["config_hash"].nunique() != 1
+        or baseline.duplicated(list(CELL)).any()
+        or not (baseline["mean_abs_error"] > 0).all()
+        or not (baseline["tolerance"] > 0).all()
+    ):
+        raise GateInputError(
+            f"baseline {path} is inconsistent (empty, mixed configs, duplicate cells or "
+            "non-positive errors/tolerances); regenerate it with --update"
+        )
+    return baseline.set_index(list(CELL)).sort_index()
+
+
+# ---------------------------------------------------------------- comparison
+
+
+@dataclass(frozen=True)
+class Report:
+    """The verdict of every baseline cell (index :data:`CELL`) and what was left out."""
+
+    cells: pd.DataFrame
+    ignored: int
+
+    @property
+    def passed(self) -> bool:
+        return bool((self.cells["verdict"] == "ok").all())
+
+
+def _cell_name(key: tuple) -> str:
+    dataset, subset, label, epsilon = key
+    return f"{dataset}{'/' + subset if subset else ''}/{label}/eps={epsilon:g}"
+
+
+def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool = True) -> Report:
+    """Judge each baseline cell present in ``candidate`` (all of them if ``require_all``).
+
+    Raises :class:`GateInputError` when a cell's config differs from the
+    baseline's, or when baseline cells are missing and ``require_all``.
+    """
+    cells = candidate.cells
+    shared = baseline.index.intersection(cells.index, sort=False)
+    missing = baseline.index.difference(cells.index, sort=False)
+    if require_all and len(missing):
+        raise GateInputError(
+            f"the candidate lacks {len(missing)} of the baseline's {len(baseline)} cells "
+            f"(e.g. {_cell_name(missing[0])}); run it with experiment={EXPERIMENT}"
+        )
+    if not len(shared):
+        raise GateInputError("the candidate has none of the baseline's cells")
+    base, now = baseline.reindex(shared), cells.reindex(shared)
+    other = shared[base["cell_hash"].to_numpy() != now["cell_hash"].to_numpy()]
+    if len(other):
+        raise GateInputError(
+            f"{len(other)} cells of the candidate come from another config than the "
+            f"baseline's (e.g. {_cell_name(other[0])}: seed, n, replicates, trials, delta "
+            f"or the mechanism/dataset entry differ); candidate config "
+            f"{candidate.config_hash[:12]}, baseline config "
+            f"{baseline['config_hash'].iloc[0][:12]}. Use experiment={EXPERIMENT}, or "
+            "rewrite the baseline with --update if the regression config changed on purpose"
+        )
+    before, after = base["mean_abs_error"].to_numpy(), now["mean_abs_error"].to_numpy()
+    failed = now["failed"].to_numpy() > 0
+    ratio = np.where(failed, math.nan, after / before)
+    with np.errstate(divide="ignore"):  # an error of exactly 0 gives log-ratio −inf
+        log_ratio = np.log(ratio)
+    tolerance = base["tolerance"].to_numpy()
+    verdict = np.select(
+        [failed, log_ratio > tolerance, log_ratio < -tolerance],
+        ["FAILED", "WORSE", "BETTER?"],
+        default="ok",
+    )
+    report = pd.DataFrame(
+        {
+            "baseline": before,
+            "now": after,
+            "ratio": ratio,
+            "log_ratio": log_ratio,
+            "tolerance": tolerance,
+            "identical": ~failed & (after == before),
+            "failed": now["failed"].to_numpy(),
+            "replicates": now["replicates"].to_numpy(),
+            "status_example": now["status_example"].to_numpy(),
+            "verdict": verdict,
+        },
+        index=shared,
+    )
+    return Report(report, ignored=len(cells) - len(shared))
+
+
+def render(report: Report, *, seconds: float | None = None) -> str:
+    """The table of cells that moved, notes on the failing verdicts, and a one-line summary."""
+    cells = report.cells
+    moved = cells[~cells["identical"]].copy()
+    severity = np.where(
+        moved["verdict"] == "ok", 0.0, 1.0 + np.nan_to_num(moved["log_ratio"].abs(), nan=1e9)
+    )
+    moved = moved.assign(_severity=severity).sort_values(
+        "_severity", ascending=False, kind="stable"
+    )
+    lines = []
+    if len(moved):
+        lines.append(f"cells that moved ({len(moved)} of {len(cells)}):")
+        table = [("dataset", "mechanism", "eps", "baseline", "now", "ratio", "allowed", "verdict")]
+        for key, row in moved.head(SHOWN_ROWS).iterrows():
+            dataset, subset, label, epsilon = key
+            if row["verdict"] == "FAILED":
+                now, ratio = f"{row['failed']}/{row['replicates']} rows failed", "-"
+            else:
+                now, ratio = f"{row['now']:.5g}", f"{row['ratio']:.3f}"
+            tol = row["tolerance"]
+            table.append(
+                (
+                    f"{dataset}{'/' + subset if subset else ''}",
+                    label,
+                    f"{epsilon:g}",
+                    f"{row['baseline']:.5g}",
+                    now,
+                    ratio,
+                    f"{math.exp(-tol):.3f}..{math.exp(tol):.3f}",
+                    row["verdict"],
+                )
+            )
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines += [
+            ("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True))).rstrip()
+            for r in table
+        ]
+        if len(moved) > SHOWN_ROWS:
+            lines.append(f"  ... and {len(moved) - SHOWN_ROWS} more moved cells")
+        for verdict, note in VERDICT_NOTES.items():
+            hits = moved[moved["verdict"] == verdict]
+            if len(hits):
+                example = hits["status_example"].iloc[0] if verdict == "FAILED" else ""
+                lines.append(
+                    f"{verdict}: {note}" + (f" First status: {example!r}" if example else "")
+                )
+    counts = cells["verdict"].value_counts()
+    identical = int(cells["identical"].sum())
+    exact = f"{identical}/{len(cells)} cells identical to the baseline (exact reproduction)"
+    extra = (
+        f"; {report.ignored} candidate cells not in the baseline ignored" if report.ignored else ""
+    )
+    timing = f" [sweep {seconds:.1f} s]" if seconds is not None else ""
+    if report.passed:
+        head = f"regression gate PASSED: all {len(cells)} cells within tolerance"
+    else:
+        bad = len(cells) - int(counts.get("ok", 0))
+        head = (
+            f"regression gate FAILED: {bad} of {len(cells)} cells "
+            f"({int(counts.get('WORSE', 0))} worse, {int(counts.get('BETTER?', 0))} "
+            f"suspiciously better, {int(counts.get('FAILED', 0))} with failed rows)"
+        )
+    lines.append(f"{head}; {exact}{extra}{timing}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ CLI
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="duff-regress",
+        description="Accuracy regression gate: run the regression sweep (or read --candidate) "
+        "and compare each (dataset, mechanism, epsilon) cell with the baseline. "
+        "Exit 0: all hold; 1: a cell failed; 2: usage or input error.",
+    )
+    parser.add_argument(
+        "--candidate",
+        type=Path,
+        metavar="PATH",
+        help="compare this results directory (or its summary.csv, with run.json beside it) "
+        "instead of running the sweep",
+    )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="rewrite the baseline from the sweep (or --candidate) instead of comparing",
+    )
+    parser.add_argument(
+        "--baseline", type=Path, default=BASELINE, help=f"baseline CSV (default: {BASELINE})"
+    )
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        metavar="DIR",
+        help="run (or resume) the sweep here and keep it (default: a temporary directory)",
+    )
+    parser.add_argument("--n-jobs", type=int, default=-1, help="joblib workers (default: -1, all)")
+    return parser
+
+
+def _obtain(args: argparse.Namespace) -> tuple[Candidate, float | None]:
+    """The candidate: ``--candidate``, or a fresh (or resumed) run of the sweep."""
+    if args.candidate is not None:
+        return read_candidate(args.candidate), None
+    if args.results_dir is not None:
+        out, seconds = run_sweep(args.results_dir, args.n_jobs)
+        return read_candidate(out), seconds
+    with tempfile.TemporaryDirectory(prefix="duff-regress-", dir=scratch_dir()) as tmp:
+        out, seconds = run_sweep(Path(tmp), args.n_jobs)
+        return read_candidate(out), seconds
+
+
+def _update(args: argparse.Namespace) -> int:
+    current = build_plan(regression_config()).config_hash
+    candidate, seconds = _obtain(args)
+    if candidate.config_hash != current:
+        raise GateInputError(
+            f"--update needs a run of the current {EXPERIMENT} config ({current[:12]}); "
+            f"the candidate's config is {candidate.config_hash[:12]}"
+        )
+    baseline = make_baseline(candidate)
+    try:
+        comparison = render(compare(read_baseline(args.baseline), candidate), seconds=seconds)
+        print(f"compared with the previous baseline:\n{comparison}")
+    except GateInputError as err:
+        print(f"(no comparison with the previous baseline: {err})")
+    write_baseline(args.baseline, baseline)
+    tol = baseline["tolerance"]
+    print(
+        f"wrote {args.baseline}: {len(baseline)} cells, config {current[:12]}, tolerance "
+        f"(log-ratio) min {tol.min():.3f} / median {tol.median():.3f} / max {tol.max():.3f}"
+    )
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    baseline = read_baseline(args.baseline)
+    if args.candidate is None:
+        plan = build_plan(regression_config())
+        if plan.config_hash != baseline["config_hash"].iloc[0]:
+            raise GateInputError(
+                f"conf/experiment/{EXPERIMENT}.yaml (or an entry it names) changed since the "
+                f"baseline was written (config {plan.config_hash[:12]} vs baseline "
+                f"{baseline['config_hash'].iloc[0][:12]}); if on purpose, rewrite the baseline "
+                "with --update"
+            )
+    candidate, seconds = _obtain(args)
+    report = compare(baseline, candidate)
+    print(render(report, seconds=seconds))
+    return 0 if report.passed else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point (``duff-regress``); returns the exit status (see the docstring)."""
+    args = _parser().parse_args(argv)
+    if args.candidate is not None and args.results_dir is not None:
+        _parser().error("--candidate and --results-dir exclude each other")
+    try:
+        return _update(args) if args.update else _check(args)
+    except (GateInputError, ConfigError, DatasetError, ResultsDirError) as err:
+        print(f"duff-regress: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

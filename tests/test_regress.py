@@ -1,0 +1,276 @@
+"""The accuracy regression gate: it passes a clean run and catches real regressions.
+
+Real runs here are slices of the regression sweep (one dataset, one or two
+mechanisms, every ε, the same seed, n, replicates and trials), so their cells
+are the committed baseline's cells, computed in-process in a few seconds.  A
+regression is simulated by patching ``mechanisms.make``, which the harness
+calls for every cell: the config (and so every cell hash) stays the same, as
+after a bad code change.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mechanisms
+from experiments import regress
+from experiments.plan import build_plan
+from experiments.results import SUMMARY_COLUMNS
+from experiments.run import run
+
+STUDY = {"duff", "quantile_em", "smooth_cauchy", "smooth_laplace", "laplace_ln"}
+ORIGINAL_MAKE = mechanisms.make
+
+
+@pytest.fixture(scope="module")
+def baseline() -> pd.DataFrame:
+    return regress.read_baseline(regress.BASELINE)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return build_plan(regress.regression_config())
+
+
+def slice_run(path: Path, dataset: str, labels: list[str]) -> regress.Candidate:
+    """Run the regression sweep restricted to one dataset and some mechanisms."""
+    overrides = [f"datasets=[{dataset}]", f"mechanisms=[{','.join(labels)}]"]
+    out = run(regress.regression_config(overrides), results_dir=path, n_jobs=1)
+    return regress.read_candidate(out)
+
+
+def patch_make(monkeypatch: pytest.MonkeyPatch, name: str, **changes) -> None:
+    """Make mechanism ``name`` with ``epsilon`` scaled by changes['epsilon_factor'] or options."""
+    factor = changes.pop("epsilon_factor", 1.0)
+
+    def make(registry_name: str, *, epsilon: float, delta=None, **options):
+        if registry_name == name:
+            epsilon, options = epsilon * factor, {**options, **changes}
+        return ORIGINAL_MAKE(registry_name, epsilon=epsilon, delta=delta, **options)
+
+    monkeypatch.setattr(mechanisms, "make", make)
+
+
+def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> Path:
+    """A baseline-shaped results dir: every replicate of a cell has the baseline's error
+    (times ``factors[cell]``), with a run.json of the regression config."""
+    factors = factors or {}
+    numbers = plan.numbers()
+    bounds = {d["id"]: d["bounds"] for d in numbers["datasets"]}
+    names = {m["label"]: m["name"] for m in numbers["mechanisms"]}
+    rows = []
+    for key, cell in baseline.iterrows():
+        dataset, subset, label, epsilon = key
+        error = cell["mean_abs_error"] * factors.get((dataset, label, epsilon), 1.0)
+        for replicate in range(int(cell["replicates"])):
+            rows.append(
+                {
+                    **dict.fromkeys(SUMMARY_COLUMNS, 0.0),
+                    "dataset": dataset,
+                    "subset": subset,
+                    "replicate": replicate,
+                    "n": 101,
+                    "lower": bounds[dataset][0],
+                    "upper": bounds[dataset][1],
+                    "mechanism": label,
+                    "registry_name": names[label],
+                    "epsilon": epsilon,
+                    "trials": 50,
+                    "mean_abs_error": error,
+                    "rmse": error,
+                    "guarantee_epsilon": epsilon,
+                    "rho": math.nan,
+                    "neighbouring": "add_remove",
+                    "private": True,
+                    "status": "ok",
+                }
+            )
+    path.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows, columns=SUMMARY_COLUMNS).to_csv(path / "summary.csv", index=False)
+    manifest = {"status": "complete", "config_hash": plan.config_hash, "numbers": numbers}
+    (path / "run.json").write_text(json.dumps(manifest))
+    return path
+
+
+# ------------------------------------------------------------ the baseline itself
+
+
+def test_committed_baseline_covers_the_study_and_detects_a_30_percent_change(
+    baseline, plan
+) -> None:
+    cells = baseline.reset_index()
+    assert baseline["config_hash"].iloc[0] == plan.config_hash  # regenerate with --update
+    assert len(cells) == 3 * 7 * 3 and set(cells["dataset"]) == {"normal", "uniform", "beta"}
+    assert {m.name for m in plan.mechanisms} == STUDY
+    assert set(cells["mechanism"]) == {m.label for m in plan.mechanisms}
+    assert {0.1, 2.0} <= set(cells["epsilon"])
+    assert (cells["replicates"] == plan.datasets[0].replicates).all()
+    expected = regress.tolerances(cells["se_log"].to_numpy(), len(cells))
+    np.testing.assert_allclose(cells["tolerance"], expected, rtol=1e-12)
+    np.testing.assert_allclose(
+        cells["se_log"],
+        cells["replicate_sd"] / (np.sqrt(cells["replicates"]) * cells["mean_abs_error"]),
+        rtol=1e-12,
+    )
+    assert cells["tolerance"].min() >= regress.MIN_EFFECT
+    assert cells["tolerance"].max() < math.log(1.3)
+
+
+def test_tolerance_is_a_bonferroni_z_test_with_a_minimum_effect() -> None:
+    # z_{1 − 0.01/(2·63)} = 3.777; SE 0.03 → 3.777·√2·0.03 = 0.1602
+    np.testing.assert_allclose(regress.tolerances(np.array([0.03]), 63), [0.16025], atol=1e-4)
+    assert regress.tolerances(np.array([0.0, 1e-4]), 63).tolist() == [regress.MIN_EFFECT] * 2
+    assert (
+        regress.tolerances(np.array([0.03]), 630)[0] > regress.tolerances(np.array([0.03]), 63)[0]
+    )
+
+
+# ------------------------------------------------------------------- real runs
+
+
+def test_a_clean_run_passes(baseline, tmp_path) -> None:
+    candidate = slice_run(tmp_path, "normal", ["quantile_em", "smooth_laplace_public"])
+    report = regress.compare(baseline, candidate, require_all=False)
+    assert len(report.cells) == 2 * 3
+    assert report.passed, regress.render(report)
+    assert "regression gate PASSED: all 6 cells within tolerance" in regress.render(report)
+
+
+def test_a_mechanism_run_at_half_epsilon_fails(baseline, tmp_path, monkeypatch) -> None:
+    patch_make(monkeypatch, "duff", epsilon_factor=0.5)
+    report = regress.compare(baseline, slice_run(tmp_path, "beta", ["duff"]), require_all=False)
+    assert not report.passed
+    cells = report.cells
+    assert (cells["verdict"] == "WORSE").sum() >= 2
+    assert (cells["ratio"] > 1.3).sum() >= 2  # twice the noise: far beyond any tolerance
+    text = regress.render(report)
+    assert "regression gate FAILED" in text and "WORSE" in text and "duff" in text
+
+
+def test_a_noise_mechanism_that_skips_output_clipping_fails(baseline, tmp_path, monkeypatch):
+    # Unclipped Cauchy-type noise leaves [0, 1]; the harness records such rows as failed
+    # (their error is not averaged), and the gate fails those cells.
+    patch_make(monkeypatch, "smooth_cauchy", clip_output=False)
+    report = regress.compare(
+        baseline, slice_run(tmp_path, "uniform", ["smooth_cauchy"]), require_all=False
+    )
+    assert not report.passed
+    assert (report.cells["verdict"] == "FAILED").all()
+    text = regress.render(report)
+    assert "rows failed" in text and "estimates are outside [0, 1]" in text
+
+
+# --------------------------------------------------------- candidate files, CLI
+
+
+def test_one_cell_times_1_3_fails_and_a_copy_passes(baseline, plan, tmp_path, capsys):
+    same = write_candidate(tmp_path / "same", baseline, plan)
+    assert regress.main(["--candidate", str(same)]) == 0
+    assert "regression gate PASSED: all 63 cells" in capsys.readouterr().out
+
+    loosest = baseline["tolerance"].idxmax()
+    for dataset, _, label, epsilon in [loosest, ("uniform", "", "duff", 0.1)]:
+        cell = (dataset, label, epsilon)
+        worse = write_candidate(tmp_path / f"worse-{label}", baseline, plan, {cell: 1.3})
+        assert regress.main(["--candidate", str(worse / "summary.csv")]) == 1
+        out = capsys.readouterr().out
+        assert "FAILED: 1 of 63 cells (1 worse" in out
+        row = next(line for line in out.splitlines() if "WORSE" in line).split()
+        assert row == [dataset, label, f"{epsilon:g}", *row[3:5], "1.300", *row[6:7], "WORSE"]
+
+
+def test_a_sharp_drop_in_error_fails_as_possibly_not_private(baseline, plan, tmp_path, capsys):
+    better = write_candidate(tmp_path, baseline, plan, {("beta", "laplace_ln", 0.5): 0.7})
+    assert regress.main(["--candidate", str(better)]) == 1
+    out = capsys.readouterr().out
+    assert "BETTER?" in out and "may have stopped being private" in out
+
+
+def test_exact_reproduction_is_reported(baseline, plan) -> None:
+    cells = baseline.assign(failed=0, status_example="")
+    candidate = regress.Candidate(cells, plan.config_hash)
+    assert regress.compare(baseline, candidate).cells["identical"].all()
+    key = baseline.index[5]
+    nudged = cells.copy()
+    nudged.loc[key, "mean_abs_error"] = np.nextafter(nudged.loc[key, "mean_abs_error"], 1.0)
+    report = regress.compare(baseline, regress.Candidate(nudged, plan.config_hash))
+    assert report.passed and report.cells["identical"].sum() == 62
+    text = regress.render(report)
+    assert "cells that moved (1 of 63)" in text and "62/63 cells identical" in text
+
+
+def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_path, capsys):
+    source = write_candidate(tmp_path / "run", baseline, plan, {("normal", "duff", 0.1): 1.5})
+    target = tmp_path / "baseline.csv"
+    assert regress.main(["--update", "--candidate", str(source), "--baseline", str(target)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    written = regress.read_baseline(target)
+    assert written.loc[("normal", "", "duff", 0.1), "mean_abs_error"] == pytest.approx(
+        1.5 * baseline.loc[("normal", "", "duff", 0.1), "mean_abs_error"], rel=1e-12
+    )
+    assert regress.main(["--candidate", str(source), "--baseline", str(target)]) == 0
+    assert "63/63 cells identical" in capsys.readouterr().out
+
+
+def _input_error(args: list[str], capsys, match: str) -> None:
+    assert regress.main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("duff-regress: error:") and match in captured.err
+
+
+def test_input_errors_exit_2(baseline, plan, tmp_path, capsys) -> None:
+    good = write_candidate(tmp_path / "good", baseline, plan)
+    _input_error(
+        ["--candidate", str(good), "--baseline", str(tmp_path / "none.csv")], capsys, "no baseline"
+    )
+    # other columns
+    other = tmp_path / "columns"
+    other.mkdir()
+    (other / "run.json").write_text((good / "run.json").read_text())
+    pd.read_csv(good / "summary.csv").drop(columns="rmse").to_csv(other / "summary.csv")
+    _input_error(["--candidate", str(other)], capsys, "missing: rmse; unexpected: Unnamed: 0")
+    # another config: same cells, another seed
+    manifest = json.loads((good / "run.json").read_text())
+    numbers = {**manifest["numbers"], "seed": 7}
+    reseeded = tmp_path / "reseeded"
+    reseeded.mkdir()
+    (reseeded / "summary.csv").write_text((good / "summary.csv").read_text())
+    (reseeded / "run.json").write_text(
+        json.dumps({**manifest, "numbers": numbers, "config_hash": regress.config_hash(numbers)})
+    )
+    _input_error(["--candidate", str(reseeded)], capsys, "come from another config")
+    # a run.json edited by hand no longer matches its hash
+    (reseeded / "run.json").write_text(json.dumps({**manifest, "numbers": numbers}))
+    _input_error(["--candidate", str(reseeded)], capsys, "does not match its numbers")
+    # unreadable files, missing files
+    (reseeded / "run.json").write_text("{not json")
+    _input_error(["--candidate", str(reseeded)], capsys, "run.json is unreadable")
+    (reseeded / "run.json").unlink()
+    _input_error(["--candidate", str(reseeded)], capsys, "no run.json next to summary.csv")
+    _input_error(["--candidate", str(tmp_path / "absent")], capsys, "no summary.csv there")
+    (other / "summary.csv").write_bytes(b"\xff\xfe\x00garbage\n\x00")
+    _input_error(["--candidate", str(other)], capsys, "cannot read")
+    # a candidate missing cells (another dataset list)
+    partial = pd.read_csv(good / "summary.csv", dtype={"subset": str})
+    partial[partial["dataset"] != "beta"].to_csv(good / "summary.csv", index=False)
+    _input_error(["--candidate", str(good)], capsys, "lacks 21 of the baseline's 63 cells")
+    # a broken baseline
+    broken = tmp_path / "broken.csv"
+    broken.write_text("dataset,mechanism\nnormal,duff\n")
+    _input_error(["--candidate", str(good), "--baseline", str(broken)], capsys, "has columns")
+
+
+def test_usage_errors_exit_2(tmp_path) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        regress.main(["--candidate", str(tmp_path), "--results-dir", str(tmp_path)])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit) as exit_info:
+        regress.main(["--no-such-option"])
+    assert exit_info.value.code == 2
