@@ -13,6 +13,15 @@ A mechanism entry (``conf/mechanism/<label>.yaml``)::
     options: {tuning: public}      # keyword options for mechanisms.make
     takes_delta: true              # gets delta (checked against requires_delta)
 
+A mechanism defined outside the package is named by its class instead, with
+``_target_: package.module.ClassName`` (Hydra's spelling; ``name`` may then be
+omitted, and must equal the class's ``name`` if given): the class is imported,
+checked to be a :class:`mechanisms.Mechanism` subclass and registered under its
+``name`` if it is not already.  Unpickling an entry (in a joblib worker)
+registers its class again, so such plug-ins need not register themselves.  The
+``plugins: [module, ...]`` key imports modules that call
+:func:`mechanisms.register` themselves.
+
 A work unit is (dataset, replicate, mechanism label); it computes every ε.
 :meth:`Plan.numbers` is everything that determines the numbers (not n_jobs,
 not results_dir); its hash guards a results directory against mixing configs.
@@ -20,6 +29,7 @@ not results_dir); its hash guards a results directory against mixing configs.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -55,15 +65,31 @@ class MechanismEntry:
     takes_delta: bool = False
     module: str = ""
     """Module defining the registered class; imported in workers so plug-ins resolve."""
+    target: str = ""
+    """``package.module.ClassName`` of a ``_target_`` entry (empty for registry names)."""
 
     def describe(self) -> dict[str, Any]:
-        """The fields that determine this entry's numbers."""
-        return {
+        """The fields that determine this entry's numbers (``target`` only when set)."""
+        fields = {
             "label": self.label,
             "name": self.name,
             "options": self.options,
             "takes_delta": self.takes_delta,
         }
+        return {**fields, "target": self.target} if self.target else fields
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Rebuilt through _registered_entry, which registers a _target_ class in
+        # the unpickling process (a joblib worker) before the entry is used there.
+        fields = (self.label, self.name, self.options, self.takes_delta, self.module, self.target)
+        return _registered_entry, fields
+
+
+def _registered_entry(*fields: Any) -> MechanismEntry:
+    entry = MechanismEntry(*fields)
+    if entry.target:
+        load_target(entry.target)
+    return entry
 
 
 @dataclass(frozen=True)
@@ -231,15 +257,54 @@ def load_entry(conf_dir: Path, group: str, ref: object) -> dict[str, Any]:
     return entry
 
 
+def load_target(target: str) -> type[mechanisms.Mechanism]:
+    """Import the class ``package.module.ClassName``, check it and make sure it is registered.
+
+    Raises ``ValueError`` naming ``target`` if it cannot be imported, is not a
+    :class:`mechanisms.Mechanism` subclass, or its ``name`` is taken by another class.
+    """
+    module_name, _, class_name = target.rpartition(".")
+    if not module_name:
+        raise ValueError(f"_target_ must be 'package.module.ClassName', got {target!r}")
+    try:
+        cls = getattr(import_module(module_name), class_name)
+    except ImportError as err:
+        raise ValueError(f"_target_ {target!r}: cannot import {module_name!r}: {err}") from None
+    except AttributeError:
+        raise ValueError(f"_target_ {target!r}: {module_name!r} has no {class_name!r}") from None
+    if not (isinstance(cls, type) and issubclass(cls, mechanisms.Mechanism)):
+        raise ValueError(f"_target_ {target!r} is not a subclass of mechanisms.Mechanism")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise ValueError(f"_target_ {target!r} does not implement {missing}")
+    return mechanisms.register(cls)  # no-op if already registered; ValueError on a clash
+
+
 def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:
     """Check a mechanism entry against the registry (name, δ use) and build it."""
     label = entry["label"]
-    unknown = sorted(set(entry) - {"label", "name", "options", "takes_delta"})
+    unknown = sorted(set(entry) - {"label", "name", "_target_", "options", "takes_delta"})
     if unknown:
         raise ConfigError(f"mechanism {label!r}: unknown fields {', '.join(unknown)}")
+    target = entry.get("_target_", "")
+    if not isinstance(target, str):
+        raise ConfigError(f"mechanism {label!r}: _target_ must be a string, got {target!r}")
     name = entry.get("name")
+    if target:
+        try:
+            target_name = load_target(target).name
+        except ValueError as err:
+            raise ConfigError(f"mechanism {label!r}: {err}") from None
+        if name is not None and name != target_name:
+            raise ConfigError(
+                f"mechanism {label!r}: name {name!r} differs from the name {target_name!r} "
+                f"of its _target_ {target!r}"
+            )
+        name = target_name
     if not isinstance(name, str):
-        raise ConfigError(f"mechanism {label!r}: name (the registry name) is required")
+        raise ConfigError(
+            f"mechanism {label!r}: name (the registry name) or _target_ (a class) is required"
+        )
     options = entry.get("options") or {}
     if not isinstance(options, Mapping):
         raise ConfigError(f"mechanism {label!r}: options must be a mapping, got {options!r}")
@@ -255,7 +320,7 @@ def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:
             f"mechanism {label!r}: takes_delta is {takes_delta} but {name!r} has "
             f"requires_delta = {cls.requires_delta}"
         )
-    return MechanismEntry(label, name, dict(options), takes_delta, cls.__module__)
+    return MechanismEntry(label, name, dict(options), takes_delta, cls.__module__, target)
 
 
 # ----------------------------------------------------------------------- checks

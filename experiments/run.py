@@ -11,19 +11,30 @@ Run ``python -m experiments.run`` (or ``duff-run``) with Hydra overrides, e.g.::
 Config (``conf/``): ``experiment`` picks a sweep (figure1 by default, smoke,
 …); ``datasets=[…]`` and ``mechanisms=[…]`` name entries of ``conf/dataset``
 and ``conf/mechanism`` (see :mod:`experiments.plan`); ``n``, ``replicates``,
-``trials``, ``epsilons``, ``delta``, ``seed``, ``keep_estimates``, ``n_jobs`` and
-``results_dir`` are plain keys.  ``results_dir`` defaults to
-``results/<experiment>/<timestamp>`` (also Hydra's run dir, holding run.log);
-under ``--multirun`` each job writes to ``<hydra.sweep.dir>/<job number>``
-(default ``results/multirun/<timestamp>/<n>``) unless ``results_dir`` is
-itself overridden.  File formats: :mod:`experiments.results`.
+``trials``, ``epsilons``, ``delta``, ``seed``, ``keep_estimates``, ``n_jobs``,
+``backend``, ``scheduler_address`` and ``results_dir`` are plain keys.
+``results_dir`` defaults to ``results/<experiment>/<timestamp>`` (also Hydra's
+run dir, holding run.log); under ``--multirun`` each job writes to
+``<hydra.sweep.dir>/<job number>`` (default ``results/multirun/<timestamp>/<n>``)
+unless ``results_dir`` is itself overridden; ``hydra/launcher=joblib`` runs the
+jobs in parallel, ``hydra/launcher=slurm`` submits them to Slurm
+(``conf/hydra/launcher/slurm.yaml``).  File formats: :mod:`experiments.results`.
 
-Work units (dataset, replicate, mechanism label) run in one joblib (loky)
-process pool, with a progress bar when stderr is a terminal; each unit
+Work units (dataset, replicate, mechanism label) run in one joblib pool, with
+a progress bar (when stderr is a terminal) that advances as units finish.
+``backend=loky`` (default) is a local process pool of ``n_jobs`` workers;
+``backend=dask`` sends the units to the Dask cluster at ``scheduler_address``
+(``tcp://host:8786``; needs ``dask[distributed]``) through joblib's dask
+backend, on all the cluster's worker threads.  Its workers must be able to
+import this project (and any ``plugins``) and write to ``results_dir``, so
+that must be on a file system they share.  Each unit
 computes every ε — one ``release`` and one ``sample(trials, rng)`` per ε — and
 writes its own unit file, so an interrupted sweep resumes where it stopped.
 Numbers depend only on the config (see :mod:`experiments.seeding`), never on
-n_jobs or scheduling.
+n_jobs, the backend or scheduling.  A worker that dies (killed, out of memory)
+stops the sweep with an error under loky, losing the units in flight (one per
+worker; a Dask scheduler retries its unit on another worker instead); finished
+units are kept, so rerunning resumes.
 
 A mechanism that raises, or whose release returns a NaN / wrongly shaped /
 out-of-bounds sample, is recorded in the ``status`` column of its rows; the
@@ -38,14 +49,15 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
@@ -72,6 +84,7 @@ from experiments.seeding import noise_rng
 log = logging.getLogger(__name__)
 PROJECT_ROOT = CONF_DIR.parent
 MAX_STATUS = 300
+BACKENDS = ("loky", "dask")
 
 
 # ------------------------------------------------------------------- one unit
@@ -160,6 +173,36 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _check_backend(config: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``(backend, scheduler_address)`` from the config (keys of the same names)."""
+    backend, address = config.get("backend") or "loky", config.get("scheduler_address")
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "dask" and not (isinstance(address, str) and address):
+        raise ConfigError(
+            f"backend=dask needs scheduler_address (e.g. tcp://host:8786), got {address!r}"
+        )
+    return backend, address
+
+
+@contextmanager
+def _backend(backend: str, address: str | None) -> Iterator[None]:
+    """Make joblib run on ``backend``: loky (its default) or the Dask cluster at ``address``."""
+    if backend == "loky":
+        yield
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ConfigError("backend=dask needs `pip install 'dask[distributed]'`") from None
+    try:
+        client = Client(address)
+    except OSError as err:
+        raise ConfigError(f"scheduler_address: cannot connect to {address}: {err}") from None
+    with client, parallel_config(backend="dask"):
+        yield
+
+
 def run(
     cfg: Mapping[str, Any] | DictConfig,
     *,
@@ -179,6 +222,7 @@ def run(
     jobs = config.get("n_jobs", 1) if n_jobs is None else n_jobs
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0:
         raise ConfigError(f"n_jobs must be a non-zero integer (joblib's meaning), got {jobs!r}")
+    backend, address = _check_backend(config)
     plan = build_plan(config, conf_dir)
     numbers, digest = plan.numbers(), plan.config_hash
     previous = open_results_dir(out, digest, numbers)
@@ -190,7 +234,7 @@ def run(
     invocation = {
         "started": _now(),
         "n_jobs": jobs,
-        "n_jobs_effective": effective_n_jobs(jobs),
+        "backend": backend,
         "git": git_state(PROJECT_ROOT),
     }
     history = (previous or {}).get("invocations", [])
@@ -223,8 +267,17 @@ def run(
 
     tasks = (delayed(run_unit)(unit, plan.settings, path) for unit, path in todo)
     desc = str(config.get("name") or "units")
-    with tqdm(total=len(todo), desc=desc, unit="unit", disable=None, file=sys.stderr) as bar:
-        for _ in Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks):
+    bar = tqdm(total=len(todo), desc=desc, unit="unit", disable=None, file=sys.stderr)
+    workers = -1 if backend == "dask" else jobs  # a cluster's units go to all its threads
+    with _backend(backend, address), bar:
+        invocation["n_jobs_effective"] = effective_n_jobs(workers)
+        # loky: one unit per task, so the bar advances per unit and a dead worker takes
+        # only its own unit down (no measurable cost: units take ~10-100 ms).  Dask
+        # retries a dead worker's tasks itself, and its per-task overhead (~20 ms of
+        # CPU) needs joblib's batching.
+        batch = 1 if backend == "loky" else "auto"
+        parallel = Parallel(n_jobs=workers, batch_size=batch, return_as="generator_unordered")
+        for _ in parallel(tasks):
             bar.update()
 
     trials = plan.settings.trials if plan.settings.keep_estimates else None

@@ -1,0 +1,153 @@
+"""Backends of the sweep: Dask gives loky's numbers; a dead worker loses only unfinished units.
+
+Also runs a tiny ``--multirun`` through the hydra-joblib-launcher plugin when it
+is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import GAUSSIAN, LAPLACE, PROJECT_ROOT, TESTS_DIR, HarnessLaplace, tiny_overrides
+from joblib.externals.loky.process_executor import TerminatedWorkerError
+
+from experiments.plan import ConfigError, build_plan
+from experiments.results import RUN_FILE, SUMMARY_FILE, load_unit, read_summary
+from experiments.run import run
+from mechanisms import Release, register
+from mechanisms.base import lower_median
+
+KEYS = ["dataset", "subset", "replicate", "mechanism", "epsilon"]
+DUFF = {"label": "duff", "name": "duff"}
+
+
+def numbers(results: Path) -> pd.DataFrame:
+    """summary.csv without the timing column, indexed by the row identity."""
+    return read_summary(results).drop(columns="seconds").set_index(KEYS).sort_index()
+
+
+@register
+class WorkerKiller(HarnessLaplace):
+    """``harness_laplace`` whose worker process exits on the dataset with median ``kill_median``,
+    but only while the file ``marker`` exists (so a rerun without it completes)."""
+
+    name = "harness_worker_killer"
+
+    def __init__(self, *, epsilon: float, kill_median: float, marker: str, **options) -> None:
+        super().__init__(epsilon=epsilon, **options)
+        self.kill_median, self.marker = kill_median, marker
+
+    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+        if lower_median(sorted_x, lower) == self.kill_median and os.path.exists(self.marker):
+            os._exit(3)  # the worker dies without cleaning up, like a segfault or OOM kill
+        return super()._release(sorted_x, lower, upper)
+
+
+class CountingBar:
+    """Stands in for tqdm: records the total and every update."""
+
+    def __init__(self, total: int, **_: object) -> None:
+        self.total, self.updates = total, 0
+        BARS.append(self)
+
+    def update(self, count: int = 1) -> None:
+        self.updates += count
+
+    def __enter__(self) -> CountingBar:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+BARS: list[CountingBar] = []
+
+
+def test_dask_local_cluster_gives_the_loky_numbers(compose_config, tmp_path, monkeypatch) -> None:
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr("experiments.run.tqdm", CountingBar)
+    BARS.clear()
+    cfg = compose_config(tiny_overrides(), [LAPLACE, GAUSSIAN, DUFF])
+    loky = run(cfg, results_dir=tmp_path / "loky", n_jobs=2)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        cfg.backend, cfg.scheduler_address = "dask", cluster.scheduler_address
+        dask = run(cfg, results_dir=tmp_path / "dask")
+    pd.testing.assert_frame_equal(numbers(dask), numbers(loky))
+    # the progress bar advanced once per unit on both backends (2 × 2 × 3 units)
+    assert [(bar.total, bar.updates) for bar in BARS] == [(12, 12), (12, 12)]
+    assert (read_summary(dask)["status"] == "ok").all()
+    manifest = json.loads((dask / RUN_FILE).read_text())
+    assert manifest["invocations"][-1]["backend"] == "dask"
+    assert manifest["invocations"][-1]["n_jobs_effective"] == 2  # the cluster's threads
+    # backend and scheduler_address are not part of what determines the numbers
+    assert manifest["config_hash"] == json.loads((loky / RUN_FILE).read_text())["config_hash"]
+
+
+def test_backend_keys_are_checked_before_anything_is_written(compose_config, tmp_path) -> None:
+    cfg = compose_config(tiny_overrides(backend="dask"), [LAPLACE])
+    with pytest.raises(ConfigError, match="backend=dask needs scheduler_address"):
+        run(cfg, results_dir=tmp_path / "a")
+    cfg = compose_config(tiny_overrides(backend="ray"), [LAPLACE])
+    with pytest.raises(ConfigError, match="backend must be one of loky, dask, got 'ray'"):
+        run(cfg, results_dir=tmp_path / "b")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dead_worker_loses_only_unfinished_units(compose_config, tmp_path) -> None:
+    """Under loky a worker killed mid-unit stops the sweep; finished units survive, and a
+    rerun (without the killer) computes only the rest, giving a fresh run's numbers."""
+    marker = tmp_path / "kill"
+    marker.touch()
+    overrides = tiny_overrides(datasets="[normal]", replicates=6, n_jobs=2)
+    plan = build_plan(compose_config(overrides, [LAPLACE]))
+    dataset = plan.datasets[0]
+    medians = [lower_median(np.sort(dataset.data(plan.settings.seed, r)), 0.0) for r in range(6)]
+    assert len(set(medians)) == 6  # so the killer dies on the last replicate only
+    killer = {
+        "label": "killer",
+        "name": "harness_worker_killer",
+        "options": {"kill_median": float(medians[-1]), "marker": str(marker)},
+    }
+    cfg = compose_config(overrides, [LAPLACE, killer])  # killer's last unit is the last one
+    results = tmp_path / "results"
+    with pytest.raises(TerminatedWorkerError):
+        run(cfg, results_dir=results)
+    done = sorted((results / "units").rglob("*.npz"))
+    assert not (results / SUMMARY_FILE).exists()
+    assert json.loads((results / RUN_FILE).read_text())["status"] == "running"
+    # every file present is a complete unit; at most n_jobs units were in flight
+    assert len(done) >= 12 - 2
+    assert results / "units" / dataset.id / "killer" / "00005.npz" not in done
+    for path in done:
+        assert load_unit(path, rows=2, trials=None)[0].shape == (2,)
+    assert not list(results.rglob("*.tmp"))
+    marker.unlink()
+    run(cfg, results_dir=results)
+    manifest = json.loads((results / RUN_FILE).read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["units"]["done_before"] == len(done)
+    pd.testing.assert_frame_equal(numbers(results), numbers(run(cfg, results_dir=tmp_path / "f")))
+
+
+def test_joblib_launcher_runs_a_multirun(tmp_path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    sweep = tmp_path / "sweep"
+    mechanisms = "mechanisms=[{label:lap,name:harness_laplace}]"
+    command = [sys.executable, "-m", "experiments.run", "--multirun", "hydra/launcher=joblib"]
+    command += [*tiny_overrides(), mechanisms, "plugins=[conftest]", "seed=1,2"]
+    command += [f"hydra.sweep.dir={sweep}", "hydra.launcher.n_jobs=2"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT)])}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seeds = [json.loads((sweep / job / RUN_FILE).read_text())["seed"] for job in ("0", "1")]
+    assert seeds == [1, 2]
+    assert not numbers(sweep / "0")["true_value"].equals(numbers(sweep / "1")["true_value"])
