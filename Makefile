@@ -13,7 +13,7 @@ N_JOBS ?= -1
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,peers,scale]"
 	touch $(INSTALLED)
 
 figure1: $(INSTALLED)
