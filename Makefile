@@ -1,14 +1,16 @@
 # Two entry points do all the set-up on a fresh machine with Python 3.11:
 #   make figure1   reproduce the Duff paper's Figure 1 into results/figure1/
 #   make test      lint + the test suite (what .ci/run calls)
+# and a few more: make figure2, make regress (the CI accuracy gate), make benchmarks.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 FIGURE1_DIR ?= results/figure1
+FIGURE2_DIR ?= results/figure2
 N_JOBS ?= -1
 
-.PHONY: figure1 test lint
+.PHONY: figure1 figure2 test lint regress benchmarks
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,9 +22,22 @@ figure1: $(INSTALLED)
 	$(BIN)/python -m experiments.run experiment=figure1 results_dir=$(FIGURE1_DIR) n_jobs=$(N_JOBS)
 	$(BIN)/python scripts/plot_figure1.py $(FIGURE1_DIR)
 
+figure2: $(INSTALLED)
+	$(BIN)/python -m experiments.run experiment=figure2 results_dir=$(FIGURE2_DIR) n_jobs=$(N_JOBS)
+	$(BIN)/python scripts/plot_figure2.py $(FIGURE2_DIR)
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 test: lint
 	$(BIN)/python -m pytest -n 2
+
+regress: $(INSTALLED)
+	$(BIN)/python -m experiments.regress --n-jobs $(N_JOBS)
+
+benchmarks: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_release.py
+	$(BIN)/python benchmarks/bench_sweep.py --dask
+	$(BIN)/python benchmarks/bench_memory.py
+	$(BIN)/python benchmarks/report.py
