@@ -49,7 +49,7 @@ from mechanisms.base import (
     check_size,
 )
 from mechanisms.peers import require
-from mechanisms.quantile_em import NEIGHBOURS, check_alpha, quantile_rank
+from mechanisms.quantile_em import NEIGHBOURS, check_alpha, quantile_rank, sensitivity
 from mechanisms.registry import register
 from mechanisms.sampling import PiecewiseUniformRelease
 
@@ -125,8 +125,8 @@ class DiffprivlibQuantile(Mechanism):
         require("diffprivlib", self.name)
         self.alpha = check_alpha(alpha)
         self.neighbouring = Neighbouring(check_choice(neighbours, NEIGHBOURS, "neighbours"))
-        factor = 1.0 if self.neighbouring is Neighbouring.REPLACE_ONE else max(alpha, 1 - alpha)
-        self.library_epsilon = self.epsilon / factor
+        # diffprivlib scores with Δu = 1: its ε is ours divided by our Δu.
+        self.library_epsilon = self.epsilon / sensitivity(self.alpha, self.neighbouring)
 
     @property
     def guarantee(self) -> Guarantee:
