@@ -8,6 +8,9 @@ between the true median and the mechanism's estimate, |T(S) − M(S)|"):
 * ``sd_abs_error``   = sample standard deviation (ddof = 1) of |M_t − T(S)|
 * ``rmse``           = sqrt(mean_t (M_t − T(S))²)
 * ``mean_error``     = mean_t (M_t − T(S))   (bias; clipping to [a, b] shows here)
+
+:func:`estimates_problem` checks a release's sample and :func:`cdf_problem` its
+``cdf`` (on a few points, deterministically: it draws no random numbers).
 """
 
 from __future__ import annotations
@@ -58,4 +61,48 @@ def estimates_problem(
     outside = int(np.count_nonzero((estimates < lower) | (estimates > upper)))
     if outside:
         return f"{outside} of {trials} estimates are outside [{lower:g}, {upper:g}]"
+    return None
+
+
+CDF_POINTS = 5
+"""Points of ``[a, b]`` (evenly spaced, both bounds included) the cdf check evaluates."""
+CDF_TOLERANCE = 1e-9
+"""Slack for floating-point error in the cdf check (sums of many probabilities)."""
+
+
+def cdf_problem(release: object, lower: float, upper: float) -> str | None:
+    """None if ``release.cdf`` looks like a cdf, else a one-line description of what is wrong.
+
+    ``release.cdf`` is called once on ``CDF_POINTS`` evenly spaced points of
+    ``[lower, upper]`` (both bounds included) and must return as many finite values
+    in ``[0, 1]``, nondecreasing, each up to ``CDF_TOLERANCE``.  Unless the release
+    says it does not clip its output (an attribute ``clip`` that is False, as in
+    :class:`mechanisms.noise.AdditiveNoiseRelease`), its output must lie in
+    ``[lower, upper]`` (the sample check requires every estimate to), so the cdf
+    at ``upper`` must be 1.  A cdf that raises ``NotImplementedError`` (a release
+    that cannot compute its cdf) is not a problem.
+    """
+    points = np.linspace(lower, upper, CDF_POINTS)
+    points[-1] = upper  # exactly, whatever linspace's rounding
+    try:
+        raw = release.cdf(points)  # type: ignore[attr-defined]
+    except NotImplementedError:
+        return None
+    except Exception as err:
+        return f"cdf raised {type(err).__name__}: {err}"
+    try:
+        values = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        return f"cdf returned {type(raw).__name__}, not an array of numbers"
+    if values.shape != points.shape:
+        return f"cdf returned shape {values.shape} for {points.size} points"
+    where = f"at {points.size} points of [{lower:g}, {upper:g}]"
+    if not np.isfinite(values).all():
+        return f"cdf is NaN or infinite {where}: {values.tolist()}"
+    if values.min() < -CDF_TOLERANCE or values.max() > 1 + CDF_TOLERANCE:
+        return f"cdf is outside [0, 1] {where}: {values.tolist()}"
+    if (np.diff(values) < -CDF_TOLERANCE).any():
+        return f"cdf decreases {where}: {values.tolist()}"
+    if getattr(release, "clip", True) is not False and values[-1] < 1 - CDF_TOLERANCE:
+        return f"cdf at the upper bound {upper:g} is {float(values[-1])!r}, not 1"
     return None

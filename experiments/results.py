@@ -3,7 +3,8 @@
 Layout of ``results_dir``::
 
     run.json          provenance: resolved config, `numbers` (what determines the
-                      numbers) and its `config_hash`, seed, package versions, git
+                      numbers) and its `config_hash`, seed, package versions (with
+                      the peer libraries and plug-in packages installed), git
                       commit + dirty flag, host, start/end times, n_jobs, runtime,
                       one entry per invocation (resumes), failed-row summary
     summary.csv       one row per (dataset, subset, replicate, mechanism, ε), in plan
@@ -47,6 +48,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -95,6 +97,10 @@ ESTIMATE_KEYS = ("dataset", "subset", "replicate", "mechanism", "epsilon", "delt
 """Identity columns repeated in ``estimates.npz`` next to the ``estimates`` matrix."""
 
 PACKAGES = ("numpy", "scipy", "hydra-core", "omegaconf", "joblib", "pandas", "tqdm", "duff-bench")
+"""Packages whose version ``run.json`` always records (``null`` when not installed)."""
+
+PEER_PACKAGES = ("opendp", "diffprivlib", "scikit-learn")
+"""Peer libraries (extra ``peers``) whose version ``run.json`` records when installed."""
 
 
 class ResultsDirError(ValueError):
@@ -263,14 +269,40 @@ def read_summary(results_dir: Path) -> pd.DataFrame:
 # ------------------------------------------------------------------- provenance
 
 
-def package_versions() -> dict[str, str | None]:
-    """Installed versions of the packages that determine or produce the numbers."""
-    versions: dict[str, str | None] = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _canonical(name: str) -> str:
+    """A distribution name as PEP 503 compares them (``scikit_learn`` is ``scikit-learn``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def package_versions(modules: Iterable[str] = ()) -> dict[str, str | None]:
+    """Installed versions of the packages that determine or produce the numbers.
+
+    :data:`PACKAGES` always (``None`` when absent); the :data:`PEER_PACKAGES` and
+    the distributions that provide ``modules`` (the modules the plan's mechanisms
+    come from: a plug-in installed as a package) only when installed.  A module
+    that no installed distribution provides (a file on ``sys.path``) adds nothing.
+    """
+    versions = {name: _version(name) for name in PACKAGES}
+    optional = list(PEER_PACKAGES)
+    tops = sorted({module.partition(".")[0] for module in modules if module})
+    if tops:
+        providers = metadata.packages_distributions()
+        optional += [name for top in tops for name in providers.get(top, ())]
+    seen = {_canonical(name) for name in versions}
+    for name in optional:
+        if _canonical(name) in seen:
+            continue
+        seen.add(_canonical(name))
+        version = _version(name)
+        if version is not None:
+            versions[name] = version
     return versions
 
 

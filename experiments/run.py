@@ -37,8 +37,9 @@ worker; a Dask scheduler retries its unit on another worker instead); finished
 units are kept, so rerunning resumes.
 
 A mechanism that raises, or whose release returns a NaN / wrongly shaped /
-out-of-bounds sample, is recorded in the ``status`` column of its rows; the
-rest of the sweep completes.
+out-of-bounds sample or has a broken ``cdf`` (checked on a few points of
+[a, b], see :func:`experiments.metrics.cdf_problem`), is recorded in the
+``status`` column of its rows; the rest of the sweep completes.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from tqdm.auto import tqdm
 
 import mechanisms
 from experiments.datasets import DatasetError
-from experiments.metrics import METRICS, error_metrics, estimates_problem
+from experiments.metrics import METRICS, cdf_problem, error_metrics, estimates_problem
 from experiments.plan import CONF_DIR, ConfigError, Settings, Unit, build_plan
 from experiments.results import (
     ESTIMATES_FILE,
@@ -116,6 +117,9 @@ def _cell(
         sample = release.sample(settings.trials, rng)
         seconds = time.perf_counter() - start
         problem = estimates_problem(sample, settings.trials, lower, upper, release.true_value)
+        if problem is None:  # after the timing, and drawing no random numbers
+            cdf = cdf_problem(release, lower, upper)
+            problem = None if cdf is None else f"{entry.name}: {cdf}"
         if problem is None:
             fields["true_value"] = float(release.true_value)
             fields.update(error_metrics(sample, fields["true_value"]))
@@ -251,7 +255,10 @@ def run(
         "overrides": list(overrides),
         "mechanisms": [{**m.describe(), "module": m.module} for m in plan.mechanisms],
         "datasets": [{"id": d.id, "source": d.source} for d in plan.datasets],
-        "versions": {"python": platform.python_version(), **package_versions()},
+        "versions": {
+            "python": platform.python_version(),
+            **package_versions(m.module for m in plan.mechanisms),
+        },
         "git": invocation["git"],
         "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
         "units": {"total": len(units), "done_before": len(units) - len(todo)},

@@ -172,16 +172,19 @@ def test_broken_plugins_are_reported_and_the_sweep_completes(
     assert manifest["failed_rows"] == 4 * 8 and manifest["rows"] == 5 * 8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="run.py does not call Release.cdf yet (proposed: a cdf check in experiments/metrics.py)",
-)
 def test_a_failing_cdf_is_reported(plugin_dir, compose_config, tmp_path) -> None:
     cfg = compose_config(
-        tiny_overrides(plugins="[user_plugin_broken]"), [{"label": "c", "name": "broken_cdf"}]
+        tiny_overrides(plugins="[user_plugin_broken]"),
+        [{"label": "c", "name": "broken_cdf"}, LAPLACE],
     )
-    summary = read_summary(run(cfg, results_dir=tmp_path / "out"))
-    assert summary["status"].str.contains("cdf").all()
+    results = run(cfg, results_dir=tmp_path / "out")
+    summary = read_summary(results)
+    status = summary.groupby("mechanism")["status"].unique().to_dict()
+    assert list(status["lap"]) == ["ok"]
+    assert list(status["c"]) == ["broken_cdf: cdf raised ZeroDivisionError: cdf is broken"]
+    assert summary.loc[summary["mechanism"] == "c", "mean_abs_error"].isna().all()
+    manifest = json.loads((results / RUN_FILE).read_text())
+    assert {f["mechanism"]: f["rows"] for f in manifest["failures"]} == {"c": 8}
 
 
 # ------------------------------------------------------------------ `_target_` checks

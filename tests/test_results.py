@@ -139,6 +139,29 @@ def test_git_state_outside_a_repository(tmp_path: Path) -> None:
     assert git_state(tmp_path) == {"commit": None, "dirty": None}
 
 
+def test_package_versions_record_installed_peers_and_plugin_packages(monkeypatch) -> None:
+    real_version = results.metadata.version
+    installed = {name for name in results.PEER_PACKAGES if results._version(name)}
+    versions = results.package_versions()
+    assert set(versions) == {*results.PACKAGES, *installed}
+    assert versions["numpy"] == np.__version__
+    # a module a mechanism comes from adds the distribution that provides it, once
+    with_plugins = results.package_versions(["yaml.loader", "mechanisms.duff", "no_such_mod"])
+    assert with_plugins["PyYAML"] == real_version("PyYAML")
+    assert set(with_plugins) == {*versions, "PyYAML"}
+
+    def version(name: str) -> str:  # only the always-recorded packages are installed
+        if name in results.PACKAGES:
+            return real_version(name)
+        raise results.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(results.metadata, "version", version)
+    bare = results.package_versions(["yaml.loader"])
+    assert set(bare) == set(results.PACKAGES)  # absent peers and plug-ins are not listed
+    monkeypatch.setattr(results, "PACKAGES", ("numpy", "no-such-distribution"))
+    assert results.package_versions() == {"numpy": np.__version__, "no-such-distribution": None}
+
+
 # ----------------------------------------------------------------------- metrics
 
 

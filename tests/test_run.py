@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from experiments.results import (
     RUN_FILE,
     SUMMARY_COLUMNS,
     ResultsDirError,
+    package_versions,
     read_summary,
 )
 from experiments.run import main, run
@@ -74,6 +76,7 @@ def test_columns_estimates_and_run_json(reference) -> None:
     assert manifest["units"] == {"total": 8, "done_before": 0}
     assert manifest["rows"] == 16 and manifest["failed_rows"] == 0
     assert {"numpy", "scipy", "hydra-core", "joblib", "duff-bench"} <= set(manifest["versions"])
+    assert manifest["versions"] == {"python": platform.python_version(), **package_versions()}
     assert set(manifest["git"]) == {"commit", "dirty"}
     assert manifest["config"]["epsilons"] == [0.5, 0.9]
     assert manifest["invocations"][0]["runtime_seconds"] >= 0
