@@ -397,6 +397,7 @@ def draw_figure(agg: pd.DataFrame, datasets: Sequence[str]) -> tuple[Figure, dic
                 markersize=4,
                 capsize=3,
                 label=series_label(mechanism, delta),
+                zorder=3 if mechanism == REFERENCE else 2,  # Duff stays visible on top
             )
         ax.set_yscale("log", nonpositive="clip")
         ax.set_title(figure_style.dataset_title(dataset))
