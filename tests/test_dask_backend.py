@@ -1,7 +1,8 @@
 """Backends of the sweep: Dask gives loky's numbers; a dead worker loses only unfinished units.
 
-Also runs a tiny ``--multirun`` through the hydra-joblib-launcher plugin when it
-is installed.
+Also runs a tiny ``--multirun`` through the hydra-joblib-launcher and (on
+submitit's local executor) the hydra-submitit-launcher plugins, and checks that
+``hydra/launcher=slurm`` composes, when they are installed.
 """
 
 from __future__ import annotations
@@ -151,3 +152,40 @@ def test_joblib_launcher_runs_a_multirun(tmp_path) -> None:
     seeds = [json.loads((sweep / job / RUN_FILE).read_text())["seed"] for job in ("0", "1")]
     assert seeds == [1, 2]
     assert not numbers(sweep / "0")["true_value"].equals(numbers(sweep / "1")["true_value"])
+
+
+def test_slurm_launcher_config_composes() -> None:
+    """``hydra/launcher=slurm`` resolves to submitit's Slurm launcher with our resources."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    from hydra import compose, initialize_config_dir
+
+    from experiments.plan import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose(
+            "config",
+            overrides=["hydra/launcher=slurm", "hydra.launcher.partition=cpu"],
+            return_hydra_config=True,
+        )
+    launcher = cfg.hydra.launcher
+    assert (
+        launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    )
+    assert (launcher.cpus_per_task, launcher.partition, launcher.nodes) == (8, "cpu", 1)
+
+
+def test_submitit_launcher_runs_a_multirun(tmp_path) -> None:
+    """The submitit path that ``hydra/launcher=slurm`` uses, on submitit's local executor."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    sweep = tmp_path / "sweep"
+    mechanisms = "mechanisms=[{label:lap,name:harness_laplace}]"
+    command = [sys.executable, "-m", "experiments.run", "--multirun"]
+    command += ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"]
+    command += [*tiny_overrides(), mechanisms, "plugins=[conftest]", "seed=1,2"]
+    command += [f"hydra.sweep.dir={sweep}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT)])}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seeds = [json.loads((sweep / job / RUN_FILE).read_text())["seed"] for job in ("0", "1")]
+    assert seeds == [1, 2]
+    assert numbers(sweep / "0")["status"].eq("ok").all()
