@@ -12,12 +12,21 @@ runs).
 * Any other label gets a colour and marker chosen deterministically from its
   text (CRC-32, not Python's salted ``hash``), so a plug-in mechanism looks the
   same in every figure and every run.
+
+:func:`save_figure` writes every figure the same way: PNG at :data:`DPI` and a
+PDF without a creation date, so redrawing the same results gives the same files.
 """
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+DPI = 150
 
 PUBLIC_SUFFIX = "_public"
 
@@ -145,3 +154,12 @@ def class_colour(label: str) -> str:
 def class_name(label: str) -> str:
     """The name a reader sees for class ``label`` (e.g. ``"AB"`` -> ``"AB (abnormal)"``)."""
     return CLASS_NAMES.get(label, label)
+
+
+def save_figure(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
+    """Write ``stem.png`` (:data:`DPI` dpi) and ``stem.pdf`` into ``out_dir``; close ``fig``."""
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+    fig.savefig(paths[0], dpi=DPI)
+    fig.savefig(paths[1], metadata={"CreationDate": None})
+    plt.close(fig)
+    return paths

@@ -81,7 +81,6 @@ REQUIRED_COLUMNS = (
 )
 SERIES = ["dataset", "mechanism", "delta"]
 """A line of the figure: one mechanism at one requested δ on one dataset."""
-DPI = 150
 
 
 class InputError(Exception):
@@ -460,15 +459,6 @@ def draw_bounds(fig: Figure, panels: dict[str, Axes], lines: pd.DataFrame, eta: 
     figure_legend(fig, panels, rows=4)
 
 
-def save_figure(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
-    """Write ``stem.png`` (150 dpi) and ``stem.pdf`` into ``out_dir``."""
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-    fig.savefig(paths[0], dpi=DPI)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
-
-
 # --------------------------------------------------------------------------- report
 
 
@@ -803,7 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     fig, _ = draw_figure(agg, datasets)
-    figures = save_figure(fig, out_dir, "figure1")
+    figures = figure_style.save_figure(fig, out_dir, "figure1")
     report = build_report(
         summary_path=summary_path,
         setup=setup_summary(ok),
@@ -823,7 +813,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows, table = theory
         fig, panels = draw_figure(agg, datasets)
         draw_bounds(fig, panels, bound_lines(rows), args.eta)
-        figures += save_figure(fig, out_dir, "figure1_bounds")
+        figures += figure_style.save_figure(fig, out_dir, "figure1_bounds")
         figures += bounds_coverage.write_outputs(rows, table, out_dir, args.eta)
     print("## Ratios quoted in the paper\n")
     print(paper_table(comparison, args.tolerance))

@@ -107,7 +107,6 @@ REQUIRED_COLUMNS = (
 )
 DATA_BINS = 40
 ESTIMATE_BINS = 150
-DPI = 150
 
 
 class InputError(Exception):
@@ -622,15 +621,6 @@ def draw_figure(
     return fig
 
 
-def save_figure(fig: Figure, out_dir: Path, stem: str) -> list[Path]:
-    """Write ``stem.png`` (150 dpi) and ``stem.pdf`` into ``out_dir``."""
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-    fig.savefig(paths[0], dpi=DPI)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
-
-
 # --------------------------------------------------------------------------- report
 
 
@@ -836,12 +826,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     if FIGURE2_MEASUREMENT in results.measurements:
-        written += save_figure(
+        written += figure_style.save_figure(
             draw_figure(results, data, [FIGURE2_MEASUREMENT]), out_dir, "figure2"
         )
     else:
         print(f"plot_figure2: no {FIGURE2_MEASUREMENT} rows; figure2 not drawn", file=sys.stderr)
-    written += save_figure(draw_figure(results, data, results.measurements), out_dir, "figure3")
+    written += figure_style.save_figure(
+        draw_figure(results, data, results.measurements), out_dir, "figure3"
+    )
     report_path = out_dir / TABLE_FILE
     report_path.write_text(build_report(results, table, args.results_dir), encoding="utf-8")
     written.append(report_path)
