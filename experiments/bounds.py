@@ -106,6 +106,7 @@ from mechanisms.base import (
     bound_data,
     check_bounds,
     check_data,
+    check_open_unit,
 )
 from mechanisms.duff import gap_utility
 from mechanisms.quantile_em import quantile_rank, rank_distance, sensitivity, split_alpha_n
@@ -153,15 +154,7 @@ class Bound:
 
 def check_eta(eta: float) -> float:
     """Return ``eta`` as a float, or raise ``ValueError`` unless it lies in (0, 1)."""
-    if isinstance(eta, bool):
-        raise ValueError(f"eta must be a number in (0, 1), got {eta!r}")
-    try:
-        value = float(eta)
-    except (TypeError, ValueError):
-        raise ValueError(f"eta must be a number in (0, 1), got {eta!r}") from None
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"eta must be in (0, 1), got {eta!r}")
-    return value
+    return check_open_unit(eta, "eta")
 
 
 def _positive(value: float, name: str) -> float:

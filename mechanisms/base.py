@@ -94,6 +94,19 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     return value
 
 
+def check_open_unit(value: object, name: str) -> float:
+    """Return ``value`` as a float; ``ValueError`` naming ``name`` unless it lies in (0, 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}") from None
+    if not 0.0 < number < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return number
+
+
 def check_delta(delta: float | None, *, required: bool, mechanism: str) -> float | None:
     """Validate δ: required in (0, 1) for approximate-DP mechanisms, absent otherwise."""
     if not required:
@@ -105,13 +118,7 @@ def check_delta(delta: float | None, *, required: bool, mechanism: str) -> float
         return None
     if delta is None:
         raise ValueError(f"delta: {mechanism} needs delta in (0, 1)")
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise ValueError(f"delta must be a number in (0, 1), got {delta!r}") from None
-    if not (0.0 < value < 1.0):
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    return value
+    return check_open_unit(delta, "delta")
 
 
 def check_choice(value: str, choices: tuple[str, ...], name: str) -> str:

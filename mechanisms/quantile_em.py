@@ -49,7 +49,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release, check_choice
+from mechanisms.base import (
+    Guarantee,
+    Mechanism,
+    Neighbouring,
+    Release,
+    check_choice,
+    check_open_unit,
+)
 from mechanisms.registry import register
 from mechanisms.sampling import PiecewiseUniformRelease
 
@@ -58,15 +65,7 @@ NEIGHBOURS = tuple(choice.value for choice in Neighbouring)
 
 def check_alpha(alpha: float) -> float:
     """Return ``alpha`` as a float, or raise ``ValueError`` unless it lies in (0, 1)."""
-    if isinstance(alpha, bool):
-        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}") from None
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    return value
+    return check_open_unit(alpha, "alpha")
 
 
 def exact_alpha(alpha: float) -> Fraction:
