@@ -5,6 +5,11 @@ Run ``python -m experiments.regress`` (or ``duff-regress``)::
     python -m experiments.regress                       # run the sweep, compare, exit 0/1/2
     python -m experiments.regress --candidate DIR       # compare an existing run instead
     python -m experiments.regress --update              # rewrite the baseline on purpose
+    python -m experiments.regress --baseline mine.csv 'mechanisms=[duff,my_mechanism]'
+
+Hydra overrides after the options change the sweep (its mechanisms, datasets,
+plug-ins, ...): with a ``--baseline`` of their own, users gate their mechanisms
+the same way (``--update`` once, then the check in their CI).
 
 The sweep is ``conf/experiment/regression.yaml`` (every mechanism of the study ×
 normal/uniform/beta × ε ∈ {0.1, 0.5, 2}, fixed seed).  A *cell* is one
@@ -149,11 +154,14 @@ def cell_hashes(numbers: Mapping[str, Any]) -> dict[tuple[str, str, float], tupl
     return result
 
 
-def run_sweep(results_dir: Path | None, n_jobs: int) -> tuple[Path, float]:
-    """Run (or resume) the regression sweep; return its results directory and wall time."""
+def run_sweep(
+    results_dir: Path | None, n_jobs: int, overrides: Sequence[str] = ()
+) -> tuple[Path, float]:
+    """Run (or resume) the regression sweep (with Hydra ``overrides``); return its
+    results directory and wall time."""
     from experiments.run import run
 
-    cfg = regression_config()
+    cfg = regression_config(overrides)
     start = time.perf_counter()
     out = run(cfg, results_dir=results_dir, n_jobs=n_jobs)
     return out, time.perf_counter() - start
@@ -526,6 +534,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run (or resume) the sweep here and keep it (default: a temporary directory)",
     )
     parser.add_argument("--n-jobs", type=int, default=-1, help="joblib workers (default: -1, all)")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="Hydra overrides of the regression sweep, e.g. 'mechanisms=[duff,my_mechanism]' "
+        "plugins=[my_module]: gate your own mechanisms against your own --baseline",
+    )
     return parser
 
 
@@ -534,15 +549,15 @@ def _obtain(args: argparse.Namespace) -> tuple[Candidate, float | None]:
     if args.candidate is not None:
         return read_candidate(args.candidate), None
     if args.results_dir is not None:
-        out, seconds = run_sweep(args.results_dir, args.n_jobs)
+        out, seconds = run_sweep(args.results_dir, args.n_jobs, args.overrides)
         return read_candidate(out), seconds
     with tempfile.TemporaryDirectory(prefix="duff-regress-", dir=scratch_dir()) as tmp:
-        out, seconds = run_sweep(Path(tmp), args.n_jobs)
+        out, seconds = run_sweep(Path(tmp), args.n_jobs, args.overrides)
         return read_candidate(out), seconds
 
 
 def _update(args: argparse.Namespace) -> int:
-    current = build_plan(regression_config()).config_hash
+    current = build_plan(regression_config(args.overrides)).config_hash
     candidate, seconds = _obtain(args)
     if candidate.config_hash != current:
         raise GateInputError(
@@ -567,11 +582,12 @@ def _update(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     baseline = read_baseline(args.baseline)
     if args.candidate is None:
-        plan = build_plan(regression_config())
+        plan = build_plan(regression_config(args.overrides))
         if plan.config_hash != baseline["config_hash"].iloc[0]:
+            given = f" with overrides {' '.join(args.overrides)}" if args.overrides else ""
             raise GateInputError(
-                f"conf/experiment/{EXPERIMENT}.yaml (or an entry it names) changed since the "
-                f"baseline was written (config {plan.config_hash[:12]} vs baseline "
+                f"the sweep conf/experiment/{EXPERIMENT}.yaml{given} (or an entry it names) "
+                f"is not the baseline's (config {plan.config_hash[:12]} vs baseline "
                 f"{baseline['config_hash'].iloc[0][:12]}); if on purpose, rewrite the baseline "
                 "with --update"
             )
@@ -586,6 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.candidate is not None and args.results_dir is not None:
         _parser().error("--candidate and --results-dir exclude each other")
+    if args.candidate is not None and args.overrides:
+        _parser().error("overrides describe the sweep to run; --candidate has already run")
     try:
         return _update(args) if args.update else _check(args)
     except (GateInputError, ConfigError, DatasetError, ResultsDirError) as err:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from experiments.results import RUN_FILE, read_summary
 from experiments.run import run
 
 EXAMPLE_DIR = PROJECT_ROOT / "examples" / "plugin"
+sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # plot_figure1 and the modules it imports
 
 # A user's module: a ε-DP mechanism that does NOT register itself (found by `_target_`).
 USER_MODULE = '''
@@ -266,3 +269,49 @@ def test_the_example_plugin_is_what_it_claims(monkeypatch) -> None:
     ratio = np.max(np.abs(np.log(mass) - np.log(mass_neighbour)))
     assert ratio == pytest.approx(epsilon, rel=1e-12)
     assert release.cdf(-1.0) == 0.0 and release.cdf(1.0) == 1.0
+
+
+def test_a_plugin_gets_figure_rows_and_regression_cells(plugin_dir, tmp_path, capsys) -> None:
+    """A `_target_` plug-in in the gate's sweep (Hydra overrides, own baseline) and in Figure 1."""
+    from experiments import regress
+
+    sweep = [
+        "mechanisms=[duff,{label:mine,_target_:user_plugin_uniform.Uniform}]",
+        "datasets=[normal,uniform,beta]",
+        "replicates=20",
+        "trials=10",
+        "epsilons=[0.5,2.0]",
+    ]
+    baseline, results = tmp_path / "mine.csv", tmp_path / "run"
+    options = ["--baseline", str(baseline), "--n-jobs", "1"]
+    assert regress.main([*options, "--update", "--results-dir", str(results), *sweep]) == 0
+    cells = regress.read_baseline(baseline)
+    assert set(cells.index.get_level_values("mechanism")) == {"duff", "mine"}
+    assert len(cells) == 3 * 2 * 2  # datasets × mechanisms × ε
+    capsys.readouterr()
+    assert regress.main([*options, *sweep]) == 0
+    assert "12/12 cells identical to the baseline" in capsys.readouterr().out
+    # another sweep is refused against this baseline, not compared cell by cell
+    assert regress.main([*options, *sweep[:-1], "epsilons=[0.5]"]) == 2
+
+    plot = importlib.import_module("plot_figure1")
+    assert plot.main([str(results)]) == 0
+    ratios = (results / "figure1_ratios.md").read_text()
+    assert "mine" in ratios and (results / "figure1.png").stat().st_size > 0
+
+
+def test_an_entry_point_plugin_is_registered(plugin_dir, monkeypatch) -> None:
+    """A package declaring `duff_bench.mechanisms` entry points is found by the registry."""
+    from importlib.metadata import EntryPoint
+
+    from mechanisms import registry
+
+    point = EntryPoint(
+        name="user_uniform", value="user_plugin_uniform:Uniform", group=registry.ENTRY_POINT_GROUP
+    )
+    monkeypatch.setattr(registry, "entry_points", lambda group: [point] if group else [])
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    registry._REGISTRY.pop("user_uniform", None)
+    assert "user_uniform" in mechanisms.available()
+    made = mechanisms.make("user_uniform", epsilon=1.0)
+    assert made.release(np.array([0.2, 0.4]), (0.0, 1.0)).cdf(0.5) == pytest.approx(0.5)
