@@ -304,6 +304,8 @@ def tolerances(se_log: np.ndarray, cells: int) -> np.ndarray:
 def make_baseline(candidate: Candidate) -> pd.DataFrame:
     """The baseline table of a complete, failure-free run (one row per cell)."""
     cells = candidate.cells
+    if cells.empty:
+        raise GateInputError("cannot write a baseline: the candidate has no cells")
     bad = cells[(cells["failed"] > 0) | ~(cells["mean_abs_error"] > 0)]
     if len(bad):
         first = " / ".join(map(str, bad.index[0]))

@@ -151,3 +151,23 @@ def test_opendp_options_are_checked() -> None:
         OpenDPQuantile(epsilon=1.0, candidates=1)
     with pytest.raises(ValueError, match="selection must be one of"):
         OpenDPQuantile(epsilon=1.0, selection="gumbel")
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.3, 0.285, 0.043, 0.56789, 0.123456789, 0.99999])
+def test_opendp_alpha_scores_and_guarantee_are_the_librarys(alpha: float) -> None:
+    """The adapter's scores are OpenDP's own (alpha truncated to 1e-4 as the library casts it,
+    0.285 → 2849/10**4) and the library certifies exactly the stated ε."""
+    pytest.importorskip("opendp")
+    import opendp.prelude as dp
+
+    from mechanisms.peers.opendp_quantile import OpenDPQuantile, candidate_scores
+
+    dp.enable_features("contrib")
+    x, candidates = np.arange(10.0), np.array([0.5, 2.5, 4.5, 7.5, 9.5])
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    scorer = dp.t.make_quantile_score_candidates(
+        domain, dp.symmetric_distance(), candidates.tolist(), alpha
+    )
+    assert candidate_scores(x, candidates, alpha).tolist() == list(scorer(x.tolist()))
+    release = OpenDPQuantile(epsilon=1.3, alpha=alpha, candidates=11).release(x, (0.0, 10.0))
+    assert release._measurement.map(1) == pytest.approx(1.3, rel=1e-12)

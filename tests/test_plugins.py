@@ -269,6 +269,7 @@ def test_the_example_plugin_is_what_it_claims(monkeypatch) -> None:
     ratio = np.max(np.abs(np.log(mass) - np.log(mass_neighbour)))
     assert ratio == pytest.approx(epsilon, rel=1e-12)
     assert release.cdf(-1.0) == 0.0 and release.cdf(1.0) == 1.0
+    assert np.isnan(release.cdf([np.nan, 0.5])[0])  # NaN in, NaN out, no warning
 
 
 def test_a_plugin_gets_figure_rows_and_regression_cells(plugin_dir, tmp_path, capsys) -> None:

@@ -52,14 +52,15 @@ class BinnedRRRelease(Release):
         return np.minimum(out, self.upper, out=out)
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
-        q = np.clip(np.asarray(x, dtype=np.float64), self.lower, self.upper)
+        points = np.asarray(x, dtype=np.float64)
+        q = np.clip(np.nan_to_num(points, nan=self.lower), self.lower, self.upper)
         position = (q - self.lower) / self.width  # bins passed, with the fraction of the current
         whole = np.minimum(np.floor(position), self.bins - 1)
         mass = np.where(np.arange(self.bins) == self.true_bin, self.p_true, self.p_other)
         before = np.concatenate([[0.0], np.cumsum(mass)])
         index = whole.astype(np.int64)
-        out = before[index] + mass[index] * (position - whole)
-        return np.minimum(out, 1.0)
+        out = np.minimum(before[index] + mass[index] * (position - whole), 1.0)
+        return np.where(np.isnan(points), np.nan, out)  # NaN in, NaN out, as scipy.stats does
 
 
 class BinnedRR(Mechanism):

@@ -7,8 +7,9 @@ each candidate ``c`` by the integer
     s(c) = |(den - num)·#(x < c) - num·#(x > c)|,      alpha ≈ num/den,
 
 (``den·|g|`` for the rank term ``g`` of seed 000, eq. 2.2; ``alpha`` is exact when
-its binary fraction has a denominator below 10**4, else rounded to a multiple of
-1e-4) and returns a candidate by a noisy *min* with noise scale ``τ = scale·den``:
+its binary fraction has a denominator below 10**4, else ``num`` is the float
+product ``alpha·10**4`` truncated, as OpenDP casts it: 0.285 becomes 2849/10**4)
+and returns a candidate by a noisy *min* with noise scale ``τ = scale·den``:
 
 * ``selection="permute_and_flip"`` (output measure ``max_divergence``, OpenDP's
   pure-DP path): permute-and-flip — visit the candidates in uniformly random
@@ -23,14 +24,15 @@ not reproducible bit for bit).
 
 Privacy (input metric ``symmetric_distance``, d_in = 1: add/remove one record).
 ``s`` moves by at most ``den·max(alpha, 1 - alpha)`` per added/removed point,
-and OpenDP's privacy map gives ``ε = 2·max(alpha, 1 - alpha)/scale`` for
+and OpenDP's privacy map gives ``ε = 2·max(num, den - num)/(den·scale)`` for
 permute-and-flip, and ``ρ = ε²/8`` for the Gumbel version, whose pure guarantee
 is ε-DP by the exponential-mechanism theorem (McSherry & Talwar; bounded range
-gives the ρ).  With ``scale = 2·max(alpha, 1 - alpha)/ε`` the candidate weights
-are ``exp(-ε·|g|/(2·max(alpha, 1 - alpha)))``: exactly :mod:`mechanisms.quantile_em`
-with ``neighbours="add_remove"``, restricted to the grid.  The adapter checks the
-library's own map (``measurement.map(1)``) against the stated guarantee at every
-release.
+gives the ρ).  The adapter sets ``scale = 2·max(num, den - num)/(den·ε)``, so the
+candidate weights are ``exp(-ε·|g'|/(2·max(alpha', 1 - alpha')))`` with
+``alpha' = num/den``: for an exactly represented alpha, exactly
+:mod:`mechanisms.quantile_em` with ``neighbours="add_remove"``, restricted to the
+grid.  The adapter checks the library's own map (``measurement.map(1)``) against
+the stated guarantee at every release.
 
 Candidates: ``candidates`` equally spaced points on ``[a, b]`` (``numpy.linspace``,
 public).  The output is always a grid point, so the error includes up to half a
@@ -80,7 +82,7 @@ def opendp_alpha(alpha: float) -> tuple[int, int]:
     exact = Fraction(alpha)
     if exact.denominator < ALPHA_DENOMINATOR:
         return exact.numerator, exact.denominator
-    return round(alpha * ALPHA_DENOMINATOR), ALPHA_DENOMINATOR
+    return int(alpha * ALPHA_DENOMINATOR), ALPHA_DENOMINATOR  # truncated, as OpenDP casts it
 
 
 def candidate_scores(sorted_x: np.ndarray, candidates: np.ndarray, alpha: float) -> np.ndarray:
@@ -141,7 +143,8 @@ class OpenDPRelease(Release):
         self._cumulative: np.ndarray | None = None
         dp = require("opendp.prelude", OpenDPQuantile.name)
         dp.enable_features("contrib")
-        self.scale = 2.0 * max(alpha, 1.0 - alpha) / epsilon
+        num, den = opendp_alpha(alpha)
+        self.scale = 2.0 * max(num, den - num) / (den * epsilon)
         pure = selection == "permute_and_flip"
         measure = dp.max_divergence() if pure else dp.zero_concentrated_divergence()
         domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
