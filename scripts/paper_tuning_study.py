@@ -38,7 +38,8 @@ import mechanisms
 from experiments.datasets import build_datasets
 from experiments.plan import CONF_DIR, load_entry
 from mechanisms.base import Neighbouring, lower_median
-from mechanisms.laplace_ln import optimal_sigma
+from mechanisms.laplace_ln import StandardLaplaceLogNormal, optimal_sigma
+from mechanisms.noise import AdditiveNoiseRelease, StandardLaplace, StandardNoise
 from mechanisms.smooth_laplace import alpha_at
 from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
 
@@ -50,8 +51,6 @@ PAPER = {"SmoothSens_ε,δ": (130.0, 4.0), "LaplaceLN": (4.0, 15.0)}
 BETA_GRID = np.logspace(-4.0, 0.0, 20)
 FIXED_T = 0.02
 
-Noise = Callable[[int, np.random.Generator], np.ndarray]
-
 
 def figure1_normal(replicates: int) -> tuple[list[np.ndarray], tuple[float, float]]:
     """The first ``replicates`` datasets of Figure 1's N(0, 1), clipped to its bounds, sorted."""
@@ -62,35 +61,42 @@ def figure1_normal(replicates: int) -> tuple[list[np.ndarray], tuple[float, floa
 
 
 def noisy_error(
-    x: np.ndarray, bounds: tuple[float, float], scale: float, noise: Noise, draws: int, seed: int
+    x: np.ndarray,
+    bounds: tuple[float, float],
+    scale: float,
+    noise: StandardNoise,
+    draws: int,
+    seed: int,
 ) -> float:
-    """Mean |clip(T + scale·Z) − T| over ``draws`` draws of Z (clipped to [a, b] as in Fig. 1)."""
-    true = lower_median(x, bounds[0])
-    estimates = np.clip(true + scale * noise(draws, np.random.default_rng(seed)), *bounds)
-    return float(np.mean(np.abs(estimates - true)))
+    """Mean |M − T| over ``draws`` draws of M = clip(T + scale·Z) (clipped as in Figure 1)."""
+    release = AdditiveNoiseRelease(
+        true_value=lower_median(x, bounds[0]),
+        scale=scale,
+        noise=noise,
+        lower=bounds[0],
+        upper=bounds[1],
+        n=x.size,
+        clip=True,
+    )
+    estimates = release.sample(draws, np.random.default_rng(seed))
+    return float(np.mean(np.abs(estimates - release.true_value)))
 
 
-def laplace(size: int, rng: np.random.Generator) -> np.ndarray:
-    return rng.laplace(0.0, 1.0, size)
-
-
-def laplace_log_normal(sigma: float) -> Noise:
-    return lambda size, rng: rng.laplace(0.0, 1.0, size) * np.exp(sigma * rng.standard_normal(size))
-
-
-def grid_smooth_laplace(ss: MedianSmoothSensitivity, epsilon: float) -> tuple[float, Noise]:
+def grid_smooth_laplace(ss: MedianSmoothSensitivity, epsilon: float) -> tuple[float, StandardNoise]:
     """Scale SS_β/α for the best feasible β of :data:`BETA_GRID`."""
     alphas = alpha_at(BETA_GRID, epsilon, math.log(1.0 / DELTA))
     feasible = alphas > 0
     log_scales = ss.log(BETA_GRID[feasible]) - np.log(alphas[feasible])
-    return float(np.exp(log_scales.min())), laplace
+    return float(np.exp(log_scales.min())), StandardLaplace()
 
 
-def fixed_t_laplace_ln(ss: MedianSmoothSensitivity, cdp_epsilon: float) -> tuple[float, Noise]:
+def fixed_t_laplace_ln(
+    ss: MedianSmoothSensitivity, cdp_epsilon: float
+) -> tuple[float, StandardNoise]:
     """LaplaceLN with t = :data:`FIXED_T`, σ optimal for it, s = e^{−3σ²/2}(ε − t/σ)."""
     sigma = float(optimal_sigma(FIXED_T, cdp_epsilon))
     s = math.exp(-1.5 * sigma**2) * (cdp_epsilon - FIXED_T / sigma)
-    return math.exp(float(ss.log(FIXED_T))) / s, laplace_log_normal(sigma)
+    return math.exp(float(ss.log(FIXED_T))) / s, StandardLaplaceLogNormal(sigma)
 
 
 def same_epsilon(epsilon: float) -> float:
@@ -138,7 +144,7 @@ class Study:
     def custom(
         self,
         neighbours: str,
-        params: Callable[[MedianSmoothSensitivity, float], tuple[float, Noise]],
+        params: Callable[[MedianSmoothSensitivity, float], tuple[float, StandardNoise]],
         cdp: Callable[[float], float] = same_epsilon,
     ) -> list[float]:
         """Ratios of T + scale·Z with ``(scale, Z) = params(SS of the dataset, cdp(ε))``."""
