@@ -3,3 +3,7 @@
 Knows mechanisms only through :func:`mechanisms.make` and the ``Release``
 interface.  Entry point: ``python -m experiments.run`` (see :mod:`experiments.run`).
 """
+
+from experiments.config import register_resolvers
+
+register_resolvers()  # the configs' ${duff_run_id:} resolves wherever they are composed

@@ -35,20 +35,14 @@ def error_metrics(estimates: np.ndarray, true_value: float) -> dict[str, float]:
 
 
 def estimates_problem(
-    estimates: object, trials: int, lower: float, upper: float, true_value: object
+    estimates: object, trials: int, lower: float, upper: float, *, clipped: bool = True
 ) -> str | None:
     """None if a release's output is usable, else a one-line description of what is wrong.
 
-    Usable means: ``true_value`` is a finite number in ``[lower, upper]`` and
-    ``estimates`` is a float array of shape ``(trials,)``, all finite and in
+    Usable means: ``estimates`` is a float array of shape ``(trials,)``, all
+    finite and, when the release promises clipped output (``clipped``), all in
     ``[lower, upper]``.
     """
-    try:
-        truth = float(true_value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return f"true_value is not a number: {true_value!r}"
-    if not (math.isfinite(truth) and lower <= truth <= upper):
-        return f"true_value {truth!r} is not a finite number in [{lower:g}, {upper:g}]"
     if not isinstance(estimates, np.ndarray):
         return f"sample returned {type(estimates).__name__}, not a numpy array"
     if estimates.shape != (trials,):
@@ -59,7 +53,7 @@ def estimates_problem(
     if bad:
         return f"{bad} of {trials} estimates are NaN or infinite"
     outside = int(np.count_nonzero((estimates < lower) | (estimates > upper)))
-    if outside:
+    if clipped and outside:
         return f"{outside} of {trials} estimates are outside [{lower:g}, {upper:g}]"
     return None
 
@@ -70,17 +64,15 @@ CDF_TOLERANCE = 1e-9
 """Slack for floating-point error in the cdf check (sums of many probabilities)."""
 
 
-def cdf_problem(release: object, lower: float, upper: float) -> str | None:
+def cdf_problem(release: object, lower: float, upper: float, *, clipped: bool = True) -> str | None:
     """None if ``release.cdf`` looks like a cdf, else a one-line description of what is wrong.
 
     ``release.cdf`` is called once on ``CDF_POINTS`` evenly spaced points of
     ``[lower, upper]`` (both bounds included) and must return as many finite values
-    in ``[0, 1]``, nondecreasing, each up to ``CDF_TOLERANCE``.  Unless the release
-    says it does not clip its output (an attribute ``clip`` that is False, as in
-    :class:`mechanisms.noise.AdditiveNoiseRelease`), its output must lie in
-    ``[lower, upper]`` (the sample check requires every estimate to), so the cdf
-    at ``upper`` must be 1.  A cdf that raises ``NotImplementedError`` (a release
-    that cannot compute its cdf) is not a problem.
+    in ``[0, 1]``, nondecreasing, each up to ``CDF_TOLERANCE``.  When the release
+    promises clipped output (``clipped``), the cdf at ``upper`` must be 1.  A cdf
+    that raises ``NotImplementedError`` (a release that cannot compute its cdf) is
+    not a problem.
     """
     points = np.linspace(lower, upper, CDF_POINTS)
     points[-1] = upper  # exactly, whatever linspace's rounding
@@ -103,6 +95,6 @@ def cdf_problem(release: object, lower: float, upper: float) -> str | None:
         return f"cdf is outside [0, 1] {where}: {values.tolist()}"
     if (np.diff(values) < -CDF_TOLERANCE).any():
         return f"cdf decreases {where}: {values.tolist()}"
-    if getattr(release, "clip", True) is not False and values[-1] < 1 - CDF_TOLERANCE:
+    if clipped and values[-1] < 1 - CDF_TOLERANCE:
         return f"cdf at the upper bound {upper:g} is {float(values[-1])!r}, not 1"
     return None

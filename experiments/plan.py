@@ -29,6 +29,7 @@ not results_dir); its hash guards a results directory against mixing configs.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 import re
@@ -51,8 +52,53 @@ DELTA_INVERSE_N = "1/n"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
+CONFIG_KEYS = (
+    "name",
+    "seed",
+    "n",
+    "replicates",
+    "trials",
+    "epsilons",
+    "delta",
+    "datasets",
+    "mechanisms",
+    "keep_estimates",
+    "plugins",
+    "n_jobs",
+    "timeout",
+    "retry_failed",
+    "backend",
+    "scheduler_address",
+    "results_dir",
+)
+"""The top-level keys of a sweep's config (``conf/config.yaml``); any other is refused."""
+_LIST_KEYS = {"mechanism": "mechanisms", "dataset": "datasets", "epsilon": "epsilons"}
+
+
 class ConfigError(ValueError):
     """A config that cannot be run (the message says which key and why)."""
+
+
+def check_keys(config: Mapping[str, Any]) -> None:
+    """Refuse top-level keys the harness does not read, in one line that says what to write.
+
+    Hydra lets ``+mechanism=laplace_global`` or ``+epsilon=[5.0]`` add keys; a
+    sweep that the user believes includes them must not run without them.
+    """
+    unknown = sorted(set(config) - {*CONFIG_KEYS, "hydra"})
+    if not unknown:
+        return
+    key = unknown[0]
+    if key in _LIST_KEYS:
+        plural = _LIST_KEYS[key]
+        hint = f"to choose {plural}, write {plural}=[...] (e.g. {plural}=[a,b])"
+    else:
+        close = difflib.get_close_matches(key, CONFIG_KEYS, n=1)
+        hint = f"did you mean {close[0]}?" if close else f"valid keys: {', '.join(CONFIG_KEYS)}"
+    raise ConfigError(
+        f"unknown config key{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(map(repr, unknown))}: {hint}"
+    )
 
 
 @dataclass(frozen=True)
@@ -161,6 +207,7 @@ class Plan:
 def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: Path = CONF_DIR) -> Plan:
     """Check ``cfg`` and resolve its dataset and mechanism names into a :class:`Plan`."""
     config = _plain(cfg)
+    check_keys(config)
     for module in _sequence(config.get("plugins") or [], "plugins"):
         try:
             import_module(str(module))

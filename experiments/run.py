@@ -1,4 +1,4 @@
-"""Hydra entry point of the benchmark: config → plan → joblib → results.
+"""Hydra entry point of the benchmark: config → plan → supervised workers → results.
 
 Run ``python -m experiments.run`` (or ``duff-run``) with Hydra overrides, e.g.::
 
@@ -10,42 +10,38 @@ Run ``python -m experiments.run`` (or ``duff-run``) with Hydra overrides, e.g.::
 
 Config (``conf/``): ``experiment`` picks a sweep (figure1 by default, smoke,
 …); ``datasets=[…]`` and ``mechanisms=[…]`` name entries of ``conf/dataset``
-and ``conf/mechanism`` (see :mod:`experiments.plan`); ``n``, ``replicates``,
-``trials``, ``epsilons``, ``delta``, ``seed``, ``keep_estimates``, ``n_jobs``,
-``backend``, ``scheduler_address`` and ``results_dir`` are plain keys.
-``results_dir`` defaults to ``results/<experiment>/<timestamp>`` (also Hydra's
-run dir, holding run.log); under ``--multirun`` each job writes to
-``<hydra.sweep.dir>/<job number>`` (default ``results/multirun/<timestamp>/<n>``)
-unless ``results_dir`` is itself overridden; ``hydra/launcher=joblib`` runs the
-jobs in parallel, ``hydra/launcher=slurm`` submits them to Slurm
+and ``conf/mechanism`` (see :mod:`experiments.plan`); the other keys are plain
+values (:data:`experiments.plan.CONFIG_KEYS`); any other top-level key is
+refused, so a mistyped ``+epsilon=[5]`` never runs a sweep without it.
+``results_dir`` defaults to ``results/<experiment>/<timestamp>-<pid>`` (also
+Hydra's run dir, holding run.log), a name two runs cannot share; under
+``--multirun`` each job writes to ``<hydra.sweep.dir>/<job number>`` unless
+``results_dir`` is itself overridden; ``hydra/launcher=joblib`` runs the jobs
+in parallel, ``hydra/launcher=slurm`` submits them to Slurm
 (``conf/hydra/launcher/slurm.yaml``).  File formats: :mod:`experiments.results`.
 
-Work units (dataset, replicate, mechanism label) run in one joblib pool, with
-a progress bar (when stderr is a terminal) that advances as units finish.
-``backend=loky`` (default) is a local process pool of ``n_jobs`` workers;
-``backend=dask`` sends the units to the Dask cluster at ``scheduler_address``
-(``tcp://host:8786``; needs ``dask[distributed]``) through joblib's dask
-backend, on all the cluster's worker threads.  Its workers must be able to
-import this project (and any ``plugins``) and write to ``results_dir``, so
-that must be on a file system they share.  Each unit
-computes every ε — one ``release`` and one ``sample(trials, rng)`` per ε — and
-writes its own unit file, so an interrupted sweep resumes where it stopped.
-Numbers depend only on the config (see :mod:`experiments.seeding`), never on
-n_jobs, the backend or scheduling.  A worker that dies (killed, out of memory)
-stops the sweep with an error under loky, losing the units in flight (one per
-worker; a Dask scheduler retries its unit on another worker instead); finished
-units are kept, so rerunning resumes.
+A run takes the results directory's lock, then checks its ``run.json`` (one
+config per directory), then runs the work units (dataset, replicate, mechanism
+label) that have no unit file yet, or whose unit file has failed rows
+(``retry_failed``, default true).  ``backend=loky`` (default) runs them in
+``n_jobs`` worker processes (capped at the cores available);
+``backend=dask`` on the Dask cluster at ``scheduler_address`` (its workers must
+import this project and any ``plugins`` and share ``results_dir``'s file
+system).  :mod:`experiments.supervisor` makes every unit end with a unit file
+whatever its mechanism does (exception, exit, crash, hang past ``timeout``
+seconds).  Numbers depend only on the config (:mod:`experiments.seeding`),
+never on n_jobs, the backend or scheduling.
 
-A mechanism that raises, or whose release returns a NaN / wrongly shaped /
-out-of-bounds sample or has a broken ``cdf`` (checked on a few points of
-[a, b], see :func:`experiments.metrics.cdf_problem`), is recorded in the
-``status`` column of its rows; the rest of the sweep completes.
+Exit status of ``duff-run``: 0 every row ok; 3 the sweep completed but some rows
+failed (the last line says how many); 1 a config, data or results-directory
+error (one line); 130 interrupted (Ctrl-C: one line, the finished units kept,
+the same command resumes).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import math
 import os
 import platform
 import sys
@@ -53,128 +49,46 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-import mechanisms
 from experiments.datasets import DatasetError
-from experiments.metrics import METRICS, cdf_problem, error_metrics, estimates_problem
-from experiments.plan import CONF_DIR, ConfigError, Settings, Unit, build_plan
+from experiments.plan import CONF_DIR, ConfigError, Plan, Unit, build_plan
 from experiments.results import (
     ESTIMATES_FILE,
     RUN_FILE,
-    SUMMARY_COLUMNS,
     SUMMARY_FILE,
+    UNITS_DIR,
     ResultsDirError,
     assemble,
     git_state,
+    load_unit,
+    lock_results_dir,
     open_results_dir,
     package_versions,
     save_unit,
     unit_path,
     write_json_atomic,
 )
-from experiments.seeding import noise_rng
+from experiments.supervisor import DaskPool, LokyPool, Pool, Supervisor, Task
+from experiments.unit import failed_unit, run_unit
 
 log = logging.getLogger(__name__)
 PROJECT_ROOT = CONF_DIR.parent
-MAX_STATUS = 300
 BACKENDS = ("loky", "dask")
+EXIT_FAILED_ROWS = 3
+EXIT_INTERRUPTED = 130
 
 
-# ------------------------------------------------------------------- one unit
+class SweepInterrupted(Exception):
+    """Ctrl-C during a sweep; the message says how much was saved and how to resume."""
 
 
-def _cell(
-    unit: Unit, data: np.ndarray, epsilon: float, delta: float | None, settings: Settings
-) -> tuple[dict[str, Any], np.ndarray | None]:
-    """Release and sample one (unit, ε) cell; never raises for a mechanism's failure."""
-    entry, lower, upper = unit.mechanism, unit.dataset.lower, unit.dataset.upper
-    rng = noise_rng(settings.seed, unit.dataset.id, unit.replicate, entry.label, epsilon)
-    fields: dict[str, Any] = dict.fromkeys(
-        ("true_value", *METRICS, "guarantee_epsilon", "guarantee_delta", "rho"), math.nan
-    )
-    fields.update(neighbouring="", private=False)
-    estimates = None
-    start = time.perf_counter()
-    try:
-        mechanism = mechanisms.make(entry.name, epsilon=epsilon, delta=delta, **entry.options)
-        guarantee = mechanism.guarantee
-        fields.update(
-            guarantee_epsilon=float(guarantee.epsilon),
-            guarantee_delta=float(guarantee.delta),
-            rho=math.nan if guarantee.rho is None else float(guarantee.rho),
-            neighbouring=mechanisms.Neighbouring(guarantee.neighbouring).value,
-            private=not guarantee.data_dependent_tuning,
-        )
-        release = mechanism.release(data, (lower, upper))
-        sample = release.sample(settings.trials, rng)
-        seconds = time.perf_counter() - start
-        problem = estimates_problem(sample, settings.trials, lower, upper, release.true_value)
-        if problem is None:  # after the timing, and drawing no random numbers
-            cdf = cdf_problem(release, lower, upper)
-            problem = None if cdf is None else f"{entry.name}: {cdf}"
-        if problem is None:
-            fields["true_value"] = float(release.true_value)
-            fields.update(error_metrics(sample, fields["true_value"]))
-            estimates = sample
-    except Exception as err:  # a failing mechanism is a result, not a crash (issue 6)
-        seconds = time.perf_counter() - start
-        problem = f"{type(err).__name__}: {err}"
-    status = "ok" if problem is None else " ".join(problem.split())[:MAX_STATUS]
-    return {**fields, "seconds": seconds, "status": status}, estimates
-
-
-def compute_unit(unit: Unit, settings: Settings) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
-    """Rows (one per ε, columns of ``summary.csv``) and, if kept, the estimates of a unit."""
-    import_module(unit.mechanism.module)  # registers plug-in mechanisms in this worker
-    data = unit.dataset.data(settings.seed, unit.replicate)
-    data.setflags(write=False)
-    n = int(data.size)
-    delta = settings.delta_for(n) if unit.mechanism.takes_delta else None
-    identity = {
-        "dataset": unit.dataset.name,
-        "subset": unit.dataset.subset,
-        "replicate": unit.replicate,
-        "n": n,
-        "lower": unit.dataset.lower,
-        "upper": unit.dataset.upper,
-        "mechanism": unit.mechanism.label,
-        "registry_name": unit.mechanism.name,
-        "delta": 0.0 if delta is None else delta,
-        "trials": settings.trials,
-    }
-    rows: dict[str, list[Any]] = {column: [] for column in SUMMARY_COLUMNS}
-    kept = None
-    if settings.keep_estimates:
-        kept = np.full((len(settings.epsilons), settings.trials), np.nan)
-    for i, epsilon in enumerate(settings.epsilons):
-        fields, estimates = _cell(unit, data, epsilon, delta, settings)
-        for column, value in {**identity, "epsilon": epsilon, **fields}.items():
-            rows[column].append(value)
-        if kept is not None and estimates is not None:
-            kept[i] = estimates
-    return {column: np.asarray(values) for column, values in rows.items()}, kept
-
-
-def run_unit(unit: Unit, settings: Settings, path: Path) -> int:
-    """Compute a unit and store it atomically at ``path``; return its number of failed rows."""
-    columns, estimates = compute_unit(unit, settings)
-    save_unit(path, columns, estimates)
-    return int(np.count_nonzero(columns["status"] != "ok"))
-
-
-# ------------------------------------------------------------------ the sweep
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+# ------------------------------------------------------------------ settings
 
 
 def _check_backend(config: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -189,11 +103,48 @@ def _check_backend(config: Mapping[str, Any]) -> tuple[str, str | None]:
     return backend, address
 
 
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_count(n_jobs: object) -> int:
+    """Workers for joblib's ``n_jobs`` (−1: all cores, −2: all but one, …), capped at the cores."""
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
+        raise ConfigError(f"n_jobs must be a non-zero integer (joblib's meaning), got {n_jobs!r}")
+    cores = available_cores()
+    wanted = n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
+    if wanted > cores:
+        log.warning("n_jobs=%d but only %d cores are available: using %d", n_jobs, cores, cores)
+    return min(wanted, cores)
+
+
+def _timeout(config: Mapping[str, Any]) -> float | None:
+    value = config.get("timeout")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+        raise ConfigError(f"timeout must be null or a number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+def _retry_failed(config: Mapping[str, Any]) -> bool:
+    value = config.get("retry_failed", True)
+    if not isinstance(value, bool):
+        raise ConfigError(f"retry_failed must be true or false, got {value!r}")
+    return value
+
+
 @contextmanager
-def _backend(backend: str, address: str | None) -> Iterator[None]:
-    """Make joblib run on ``backend``: loky (its default) or the Dask cluster at ``address``."""
+def _pool(
+    backend: str, address: str | None, workers: int, modules: Sequence[str]
+) -> Iterator[tuple[Pool, int]]:
+    """The pool to run units on, and how many units to keep in flight."""
     if backend == "loky":
-        yield
+        yield LokyPool(workers, modules), workers
         return
     try:
         from distributed import Client
@@ -203,8 +154,91 @@ def _backend(backend: str, address: str | None) -> Iterator[None]:
         client = Client(address)
     except OSError as err:
         raise ConfigError(f"scheduler_address: cannot connect to {address}: {err}") from None
-    with client, parallel_config(backend="dask"):
-        yield
+    with client:
+        threads = max(1, sum(client.nthreads().values()))
+        yield DaskPool(client), threads
+
+
+# ------------------------------------------------------------------ the sweep
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _is_done(path: Path, plan: Plan, digest: str, retry_failed: bool) -> bool:
+    """Whether the unit stored at ``path`` is finished (a unit file of this config, and,
+    with ``retry_failed``, no failed row).  A foreign or corrupt file is an error."""
+    if not path.exists():
+        return False
+    settings = plan.settings
+    trials = settings.trials if settings.keep_estimates else None
+    rows, _ = load_unit(path, rows=len(settings.epsilons), trials=trials, digest=digest)
+    return not retry_failed or bool((rows["status"] == "ok").all())
+
+
+def _manifest(
+    plan: Plan, config: Mapping[str, Any], out: Path, previous: dict | None, **extra: Any
+) -> dict[str, Any]:
+    numbers = plan.numbers()
+    history = (previous or {}).get("invocations", [])
+    invocation = extra.pop("invocation")
+    return {
+        "format": numbers["format"],
+        "experiment": config.get("name"),
+        "status": "running",
+        "config_hash": plan.config_hash,
+        "seed": plan.settings.seed,
+        "results_dir": str(out),
+        "created": history[0]["started"] if history else invocation["started"],
+        "numbers": numbers,
+        "config": {k: v for k, v in config.items() if k != "hydra"},
+        "mechanisms": [{**m.describe(), "module": m.module} for m in plan.mechanisms],
+        "datasets": [{"id": d.id, "source": d.source} for d in plan.datasets],
+        "versions": {
+            "python": platform.python_version(),
+            **package_versions(m.module for m in plan.mechanisms),
+        },
+        "git": invocation["git"],
+        "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+        "invocations": [*history, invocation],
+        **extra,
+    }
+
+
+def _execute(
+    todo: Sequence[tuple[Unit, Path]],
+    plan: Plan,
+    digest: str,
+    *,
+    pool: Pool,
+    in_flight: int,
+    timeout: float | None,
+    desc: str,
+) -> None:
+    """Run the units of ``todo`` under a :class:`Supervisor`; each ends with a unit file."""
+    settings = plan.settings
+    bar = tqdm(total=len(todo), desc=desc, unit="unit", disable=None, file=sys.stderr)
+
+    def failed(task: Task, cause: str) -> None:
+        unit, path = task.key
+        log.warning("%s: %s", _unit_name(unit), cause)
+        estimates = None
+        if settings.keep_estimates:
+            estimates = np.full((len(settings.epsilons), settings.trials), np.nan)
+        save_unit(path, failed_unit(unit, settings, cause), estimates, digest)
+        bar.update()
+
+    tasks = [
+        Task((unit, path), run_unit, (unit, settings, path, digest, timeout)) for unit, path in todo
+    ]
+    with bar:
+        supervisor = Supervisor(pool, in_flight, timeout, lambda task: bar.update(), failed)
+        supervisor.run(tasks)
+
+
+def _unit_name(unit: Unit) -> str:
+    return f"{unit.mechanism.label} on {unit.dataset.id} #{unit.replicate}"
 
 
 def run(
@@ -218,77 +252,99 @@ def run(
     """Run (or resume) the sweep described by ``cfg``; return the results directory.
 
     ``results_dir`` and ``n_jobs`` default to the config's keys of that name;
-    neither changes any number.
+    neither changes any number.  Raises :class:`SweepInterrupted` on Ctrl-C
+    (finished units kept), and ``ConfigError`` / ``DatasetError`` /
+    ``ResultsDirError`` (one-line messages) for what cannot be run.
     """
     config = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
     config = dict(config)  # type: ignore[arg-type]
     out = Path(results_dir if results_dir is not None else config["results_dir"]).resolve()
-    jobs = config.get("n_jobs", 1) if n_jobs is None else n_jobs
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs == 0:
-        raise ConfigError(f"n_jobs must be a non-zero integer (joblib's meaning), got {jobs!r}")
+    workers = worker_count(config.get("n_jobs", 1) if n_jobs is None else n_jobs)
     backend, address = _check_backend(config)
+    timeout, retry_failed = _timeout(config), _retry_failed(config)
     plan = build_plan(config, conf_dir)
-    numbers, digest = plan.numbers(), plan.config_hash
-    previous = open_results_dir(out, digest, numbers)
+    with lock_results_dir(out):
+        return _run_locked(
+            plan, config, out, workers, backend, address, timeout, retry_failed, overrides
+        )
 
+
+def _run_locked(
+    plan: Plan,
+    config: Mapping[str, Any],
+    out: Path,
+    workers: int,
+    backend: str,
+    address: str | None,
+    timeout: float | None,
+    retry_failed: bool,
+    overrides: Sequence[str],
+) -> Path:
+    """The body of :func:`run`, with the results directory's lock held."""
+    digest = plan.config_hash
+    previous = open_results_dir(out, digest, plan.numbers())
     units = plan.units()
     paths = [unit_path(out, u.dataset.id, u.mechanism.label, u.replicate) for u in units]
-    todo = [(u, p) for u, p in zip(units, paths, strict=True) if not p.exists()]
+    todo = [
+        (u, p)
+        for u, p in zip(units, paths, strict=True)
+        if not _is_done(p, plan, digest, retry_failed)
+    ]
     clock = time.perf_counter()
-    invocation = {
-        "started": _now(),
-        "n_jobs": jobs,
-        "backend": backend,
-        "git": git_state(PROJECT_ROOT),
-    }
-    history = (previous or {}).get("invocations", [])
-    manifest: dict[str, Any] = {
-        "format": numbers["format"],
-        "experiment": config.get("name"),
-        "status": "running",
-        "config_hash": digest,
-        "seed": plan.settings.seed,
-        "results_dir": str(out),
-        "created": history[0]["started"] if history else invocation["started"],
-        "numbers": numbers,
-        "config": {k: v for k, v in config.items() if k != "hydra"},
-        "overrides": list(overrides),
-        "mechanisms": [{**m.describe(), "module": m.module} for m in plan.mechanisms],
-        "datasets": [{"id": d.id, "source": d.source} for d in plan.datasets],
-        "versions": {
-            "python": platform.python_version(),
-            **package_versions(m.module for m in plan.mechanisms),
-        },
-        "git": invocation["git"],
-        "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
-        "units": {"total": len(units), "done_before": len(units) - len(todo)},
-        "invocations": [*history, invocation],
-    }
+    invocation = {"started": _now(), "n_jobs": workers, "backend": backend, "timeout": timeout}
+    invocation["git"] = git_state(PROJECT_ROOT)
+    manifest = _manifest(
+        plan,
+        config,
+        out,
+        previous,
+        invocation=invocation,
+        overrides=list(overrides),
+        units={"total": len(units), "done_before": len(units) - len(todo)},
+    )
     write_json_atomic(out / RUN_FILE, manifest)
     if previous:
-        log.info(
-            "resuming %s: %d of %d units already done", out, len(units) - len(todo), len(units)
-        )
-        if todo and history[-1].get("git") != invocation["git"]:
-            log.warning("resuming with another git state than the last run: %s", invocation["git"])
+        log.info("resuming %s: %d of %d units to compute", out, len(todo), len(units))
+    try:
+        modules = sorted({m.module for m in plan.mechanisms})
+        with _pool(backend, address, workers, modules) as (pool, in_flight):
+            invocation["n_jobs_effective"] = in_flight
+            _execute(
+                todo,
+                plan,
+                digest,
+                pool=pool,
+                in_flight=in_flight,
+                timeout=timeout,
+                desc=str(config.get("name") or "units"),
+            )
+    except KeyboardInterrupt:
+        for stale in out.glob(f"{UNITS_DIR}/**/.*.tmp"):
+            stale.unlink(missing_ok=True)
+        saved = sum(path.exists() for path in paths)
+        raise SweepInterrupted(
+            f"interrupted: {saved} of {len(units)} units saved in {out}; "
+            "rerun the same command to resume"
+        ) from None
+    invocation["units_computed"] = len(todo)
+    return _finish(plan, out, paths, manifest, invocation, time.perf_counter() - clock, digest)
 
-    tasks = (delayed(run_unit)(unit, plan.settings, path) for unit, path in todo)
-    desc = str(config.get("name") or "units")
-    bar = tqdm(total=len(todo), desc=desc, unit="unit", disable=None, file=sys.stderr)
-    workers = -1 if backend == "dask" else jobs  # a cluster's units go to all its threads
-    with _backend(backend, address), bar:
-        invocation["n_jobs_effective"] = effective_n_jobs(workers)
-        # loky: one unit per task, so the bar advances per unit and a dead worker takes
-        # only its own unit down (no measurable cost: units take ~10-100 ms).  Dask
-        # retries a dead worker's tasks itself, and its per-task overhead (~20 ms of
-        # CPU) needs joblib's batching.
-        batch = 1 if backend == "loky" else "auto"
-        parallel = Parallel(n_jobs=workers, batch_size=batch, return_as="generator_unordered")
-        for _ in parallel(tasks):
-            bar.update()
 
-    trials = plan.settings.trials if plan.settings.keep_estimates else None
-    summary = assemble(out, paths, rows_per_unit=len(plan.settings.epsilons), trials=trials)
+def _finish(
+    plan: Plan,
+    out: Path,
+    paths: Sequence[Path],
+    manifest: dict[str, Any],
+    invocation: dict[str, Any],
+    runtime: float,
+    digest: str,
+) -> Path:
+    """Assemble summary.csv (and estimates.npz) from the unit files; complete run.json."""
+    settings = plan.settings
+    trials = settings.trials if settings.keep_estimates else None
+    summary = assemble(
+        out, paths, rows_per_unit=len(settings.epsilons), trials=trials, digest=digest
+    )
     failed = summary.loc[summary["status"] != "ok"]
     failures = [
         {"mechanism": label, "rows": len(rows), "examples": list(rows["status"].unique()[:3])}
@@ -297,8 +353,10 @@ def run(
     for failure in failures:
         label, count, example = failure["mechanism"], failure["rows"], failure["examples"][0]
         log.warning("%s: %d rows failed, e.g. %s", label, count, example)
-    runtime = time.perf_counter() - clock
-    invocation.update(finished=_now(), runtime_seconds=round(runtime, 3), units_computed=len(todo))
+    weaker = summary.loc[(summary["status"] == "ok") & ~summary["guarantee_met"].astype(bool)]
+    for label, rows in weaker.groupby("mechanism", sort=False):
+        log.info("%s: %d rows claim a guarantee weaker than requested", label, len(rows))
+    invocation.update(finished=_now(), runtime_seconds=round(runtime, 3))
     manifest.update(
         status="complete",
         finished=invocation["finished"],
@@ -309,8 +367,27 @@ def run(
         files={"summary": SUMMARY_FILE, "estimates": ESTIMATES_FILE if trials else None},
     )
     write_json_atomic(out / RUN_FILE, manifest)
-    log.info("%d rows (%d failed) in %s [%.1f s]", len(summary), len(failed), out, runtime)
     return out
+
+
+def outcome(results_dir: Path) -> tuple[str, int]:
+    """The last line to print after a sweep, and the exit status (0, or 3 if rows failed)."""
+    manifest = _read_manifest(results_dir)
+    rows, failed = manifest["rows"], manifest["failed_rows"]
+    if failed:
+        return (
+            f"done with failures: {failed} of {rows} rows failed (see the status column of "
+            f"{results_dir / SUMMARY_FILE}); exit status {EXIT_FAILED_ROWS}",
+            EXIT_FAILED_ROWS,
+        )
+    return f"done: {rows} rows in {results_dir}", 0
+
+
+def _read_manifest(results_dir: Path) -> dict[str, Any]:
+    return json.loads((results_dir / RUN_FILE).read_text(encoding="utf-8"))
+
+
+# ------------------------------------------------------------------ command line
 
 
 def _overridden(key: str, overrides: Sequence[str]) -> bool:
@@ -328,24 +405,38 @@ def _task(cfg: DictConfig) -> None:
     if hydra_cfg.mode == RunMode.MULTIRUN and not _overridden("results_dir", overrides):
         results_dir = hydra_cfg.runtime.output_dir  # <sweep dir>/<job number>
     try:
-        run(cfg, results_dir=results_dir, overrides=overrides)
+        out = run(cfg, results_dir=results_dir, overrides=overrides)
     except (ConfigError, DatasetError, ResultsDirError) as err:
         sys.exit(f"duff-run: error: {err}")
+    except (SweepInterrupted, KeyboardInterrupt) as err:
+        print(f"duff-run: {err or 'interrupted'}", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    line, status = outcome(out)
+    print(f"duff-run: {line}", file=sys.stderr)
+    if status and hydra_cfg.mode != RunMode.MULTIRUN:
+        sys.exit(status)
 
 
 def main() -> None:
     """Console entry point (``duff-run``); see the module docstring."""
-    # Hydra is imported here, not at the top: joblib workers import this module
-    # (for run_unit) and start faster without it.  The config path is absolute
-    # because a relative one resolves as a Python package under a console script.
+    # Hydra is imported here, not at the top: workers import this package and start
+    # faster without it.  The config path is absolute because a relative one
+    # resolves as a Python package under a console script.
     import hydra
 
-    hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(_task)()
+    from experiments.config import register_resolvers
+
+    register_resolvers()
+    try:
+        hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(_task)()
+    except KeyboardInterrupt:
+        print("duff-run: interrupted before the sweep started", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":
-    # Run the importable copy of this module, so that joblib workers receive
-    # `experiments.run.run_unit` by reference rather than a pickled __main__ function.
+    # Run the importable copy of this module, so that workers receive functions by
+    # reference rather than a pickled __main__.
     from experiments.run import main as entry_point
 
     entry_point()

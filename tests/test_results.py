@@ -53,6 +53,7 @@ def unit_rows(epsilons: list[float], dataset: str = "normal") -> dict[str, np.nd
         "rho": [math.nan] * k,
         "neighbouring": ["add_remove"] * k,
         "private": [True] * k,
+        "guarantee_met": [True] * k,
         "status": ["ok"] * k,
     }
     return {key: np.asarray(value) for key, value in values.items()}
@@ -97,8 +98,8 @@ def test_open_results_dir(tmp_path: Path) -> None:
     numbers = {"seed": 1, "epsilons": [1.0]}
     digest = config_hash(numbers)
     fresh = tmp_path / "fresh"
-    assert open_results_dir(fresh, digest, numbers) is None
     fresh.mkdir()
+    assert open_results_dir(fresh, digest, numbers) is None
     (fresh / "run.log").write_text("hydra's log")  # Hydra writes this before the run starts
     assert open_results_dir(fresh, digest, numbers) is None
     write_json_atomic(fresh / "run.json", {"config_hash": digest, "numbers": numbers})
@@ -109,17 +110,20 @@ def test_open_results_dir(tmp_path: Path) -> None:
     (fresh / "run.json").write_text("{trunc")
     with pytest.raises(ResultsDirError, match=r"run\.json is unreadable"):
         open_results_dir(fresh, digest, numbers)
+    (fresh / "run.json").write_text('{"numbers": [[1]]}')
+    with pytest.raises(ResultsDirError, match=r"run\.json is unreadable .*config_hash"):
+        open_results_dir(fresh, digest, numbers)
 
 
 def test_unit_files_round_trip_and_assemble(tmp_path: Path) -> None:
     paths = [tmp_path / "units" / f"{i}.npz" for i in range(2)]
     kept = [np.arange(6.0).reshape(2, 3), -np.arange(6.0).reshape(2, 3)]
     for path, dataset, estimates in zip(paths, ["normal", "vertebral"], kept, strict=True):
-        save_unit(path, unit_rows([0.5, 1.0], dataset), estimates)
-    records, estimates = load_unit(paths[1], rows=2, trials=3)
+        save_unit(path, unit_rows([0.5, 1.0], dataset), estimates, "abc")
+    records, estimates = load_unit(paths[1], rows=2, trials=3, digest="abc")
     assert records.dtype.names == SUMMARY_COLUMNS
     np.testing.assert_array_equal(estimates, kept[1])
-    summary = assemble(tmp_path, paths, rows_per_unit=2, trials=3)
+    summary = assemble(tmp_path, paths, rows_per_unit=2, trials=3, digest="abc")
     assert list(summary["dataset"]) == ["normal", "normal", "vertebral", "vertebral"]
     reread = read_summary(tmp_path)
     assert tuple(reread.columns) == SUMMARY_COLUMNS
@@ -129,10 +133,14 @@ def test_unit_files_round_trip_and_assemble(tmp_path: Path) -> None:
         np.testing.assert_array_equal(stored["estimates"], np.concatenate(kept))
         assert list(stored["dataset"]) == list(summary["dataset"])
     with pytest.raises(ResultsDirError, match="does not match the plan"):
-        load_unit(paths[0], rows=3, trials=None)
-    paths[0].write_bytes(b"garbage")
-    with pytest.raises(ResultsDirError, match=r"0.npz is unreadable .*delete it and rerun"):
-        load_unit(paths[0], rows=2, trials=None)
+        load_unit(paths[0], rows=3, trials=None, digest="abc")
+    with pytest.raises(ResultsDirError, match=r"0.npz belongs to another configuration"):
+        load_unit(paths[0], rows=2, trials=None, digest="abd")
+    content = paths[0].read_bytes()
+    for broken in (b"garbage", content[: len(content) // 2], b""):
+        paths[0].write_bytes(broken)
+        with pytest.raises(ResultsDirError, match=r"0.npz is unreadable .*delete it and rerun"):
+            load_unit(paths[0], rows=2, trials=None, digest="abc")
 
 
 def test_git_state_outside_a_repository(tmp_path: Path) -> None:
@@ -175,23 +183,21 @@ def test_error_metrics_by_hand() -> None:
 
 
 @pytest.mark.parametrize(
-    ("estimates", "truth", "message"),
+    ("estimates", "clipped", "message"),
     [
-        (np.array([0.1, 0.2, 0.3]), 0.5, None),
-        (np.array([0.0, 1.0, 0.5]), 0.0, None),
-        ([0.1, 0.2, 0.3], 0.5, "sample returned list, not a numpy array"),
-        (np.array([0.1, 0.2]), 0.5, r"shape \(2,\), expected \(3,\)"),
-        (np.ones((3, 1)) / 2, 0.5, r"shape \(3, 1\)"),
-        (np.array([0, 1, 1]), 0.5, "dtype int64, expected a float dtype"),
-        (np.array([0.1, np.nan, np.inf]), 0.5, "2 of 3 estimates are NaN or infinite"),
-        (np.array([0.1, 1.5, -0.1]), 0.5, r"2 of 3 estimates are outside \[0, 1\]"),
-        (np.array([0.1, 0.2, 0.3]), math.nan, "true_value nan is not a finite number"),
-        (np.array([0.1, 0.2, 0.3]), 2.0, r"true_value 2.0 is not .* in \[0, 1\]"),
-        (np.array([0.1, 0.2, 0.3]), None, "true_value is not a number"),
+        (np.array([0.1, 0.2, 0.3]), True, None),
+        (np.array([0.0, 1.0, 0.5]), True, None),
+        ([0.1, 0.2, 0.3], True, "sample returned list, not a numpy array"),
+        (np.array([0.1, 0.2]), True, r"shape \(2,\), expected \(3,\)"),
+        (np.ones((3, 1)) / 2, True, r"shape \(3, 1\)"),
+        (np.array([0, 1, 1]), True, "dtype int64, expected a float dtype"),
+        (np.array([0.1, np.nan, np.inf]), False, "2 of 3 estimates are NaN or infinite"),
+        (np.array([0.1, 1.5, -0.1]), True, r"2 of 3 estimates are outside \[0, 1\]"),
+        (np.array([0.1, 1.5, -0.1]), False, None),  # a release that does not clip
     ],
 )
-def test_estimates_problem(estimates, truth, message) -> None:
-    problem = estimates_problem(estimates, 3, 0.0, 1.0, truth)
+def test_estimates_problem(estimates, clipped, message) -> None:
+    problem = estimates_problem(estimates, 3, 0.0, 1.0, clipped=clipped)
     if message is None:
         assert problem is None
     else:

@@ -161,7 +161,7 @@ def test_refuses_a_results_dir_of_another_config(reference, compose_config, tmp_
     (foreign / "notes.txt").write_text("mine")
     with pytest.raises(ResultsDirError, match=r"not empty and has no run\.json"):
         run(other, results_dir=foreign)
-    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in foreign.iterdir()) == [".lock", "notes.txt"]
 
 
 def test_failing_cells_are_recorded_and_the_sweep_completes(compose_config, tmp_path) -> None:
@@ -176,15 +176,17 @@ def test_failing_cells_are_recorded_and_the_sweep_completes(compose_config, tmp_
         == "ValueError: epsilon must be < 1 for the classical Gaussian bound"
     ).all()
     assert (status.loc[("gauss", 0.9)] == "ok").all()
-    # Unclipped Laplace noise of scale (b − a)/0.05 leaves [a, b]: flagged, not averaged.
-    assert status.loc[("lap_unclipped", 0.05)].str.match(r"\d+ of 7 estimates are outside").all()
+    # Unclipped Laplace noise of scale (b − a)/0.05 leaves [a, b], as the release says it may.
+    unclipped = summary.loc[summary["mechanism"] == "lap_unclipped"]
+    assert (unclipped["status"] == "ok").all()
+    assert ((unclipped["mean_error"] != 0) & unclipped["mean_abs_error"].notna()).all()
     assert (status.loc["lap"] == "ok").all()
     failed = summary["status"] != "ok"
     assert summary.loc[failed, "mean_abs_error"].isna().all()
     assert summary.loc[~failed, "mean_abs_error"].notna().all()
     manifest = json.loads((tmp_path / RUN_FILE).read_text())
     assert manifest["failed_rows"] == int(failed.sum())
-    assert {f["mechanism"] for f in manifest["failures"]} >= {"gauss", "lap_unclipped"}
+    assert {f["mechanism"] for f in manifest["failures"]} == {"gauss"}
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.Popen:

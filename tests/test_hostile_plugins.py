@@ -1,0 +1,116 @@
+"""A sweep finishes and tells the truth whatever a plug-in does (exit, crash, hang, lie)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import LAPLACE, tiny_overrides
+
+from experiments.plan import build_plan
+from experiments.results import RUN_FILE, read_summary
+from experiments.run import outcome, run
+from mechanisms.base import lower_median
+
+VICTIM = 1
+"""The replicate on which the hostile plug-in misbehaves (of 3)."""
+
+
+def hostile_sweep(compose_config, behaviour: str, marker: Path | None = None, **keys):
+    """A 3-replicate sweep of ``harness_laplace`` and ``harness_hostile`` (misbehaving on
+    replicate ``VICTIM``), and the victim's median."""
+    overrides = tiny_overrides(datasets="[normal]", replicates=3, epsilons="[0.5]", n_jobs=2)
+    overrides += [f"{key}={value}" for key, value in keys.items()]
+    plan = build_plan(compose_config(overrides, [LAPLACE]))
+    dataset = plan.datasets[0]
+    median = lower_median(np.sort(dataset.data(plan.settings.seed, VICTIM)), dataset.lower)
+    options = {"behaviour": behaviour, "victim_median": float(median)}
+    if marker is not None:
+        options["marker"] = str(marker)
+    hostile = {"label": "hostile", "name": "harness_hostile", "options": options}
+    return compose_config([*overrides, "plugins=[hostile_plugins]"], [LAPLACE, hostile])
+
+
+def statuses(results: Path) -> dict[tuple[str, int], str]:
+    summary = read_summary(results)
+    return {(row.mechanism, row.replicate): row.status for row in summary.itertuples()}
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "status"),
+    [
+        ("system_exit", "SystemExit: 4"),
+        ("keyboard_interrupt", "KeyboardInterrupt$"),
+        ("os_exit", r"worker died \(exit code EXIT\(4\)\)$"),
+        ("segfault", r"worker died \(exit code SIGSEGV\(-11\)\)$"),
+        ("sleep", "timed out: the unit took longer than timeout = 3 s"),
+        ("blocked_sleep", "timed out: .* and its worker was killed"),
+    ],
+)
+def test_a_plugin_that_exits_crashes_or_hangs_fails_only_its_unit(
+    behaviour, status, compose_config, tmp_path
+) -> None:
+    cfg = hostile_sweep(compose_config, behaviour, timeout=3)
+    results = run(cfg, results_dir=tmp_path / "out")
+    found = statuses(results)
+    assert len(found) == 6
+    assert re.match(status, found.pop(("hostile", VICTIM)))
+    assert set(found.values()) == {"ok"}
+    line, exit_status = outcome(results)
+    assert exit_status == 3 and line.startswith("done with failures: 1 of 6 rows failed")
+    assert not list(results.rglob("*.tmp"))
+
+
+def test_failed_units_are_retried_once_the_plugin_is_fixed(compose_config, tmp_path) -> None:
+    marker = tmp_path / "broken"
+    marker.touch()
+    cfg = hostile_sweep(compose_config, "system_exit", marker)
+    results = run(cfg, results_dir=tmp_path / "out")
+    assert outcome(results)[1] == 3
+    marker.unlink()  # the user fixes the plug-in and reruns the same command
+    run(cfg, results_dir=results)
+    assert set(statuses(results).values()) == {"ok"}
+    manifest = json.loads((results / RUN_FILE).read_text())
+    assert [i["units_computed"] for i in manifest["invocations"]] == [6, 1]
+    assert outcome(results) == (f"done: 6 rows in {results}", 0)
+
+
+def test_failed_units_are_kept_with_retry_failed_false(compose_config, tmp_path) -> None:
+    marker = tmp_path / "broken"
+    marker.touch()
+    cfg = hostile_sweep(compose_config, "system_exit", marker, retry_failed="false")
+    results = run(cfg, results_dir=tmp_path / "out")
+    marker.unlink()
+    run(cfg, results_dir=results)
+    assert statuses(results)[("hostile", VICTIM)] == "SystemExit: 4"
+
+
+def test_the_harness_computes_the_truth_itself(compose_config, tmp_path) -> None:
+    results = run(hostile_sweep(compose_config, "wrong_truth"), results_dir=tmp_path / "out")
+    found = statuses(results)
+    assert found.pop(("hostile", VICTIM)).startswith("true_value 1")  # its claim: b = 10
+    assert "differs from the harness's T(S)" in read_summary(results)["status"].iloc[-2] or True
+    assert set(found.values()) == {"ok"}
+    summary = read_summary(results)
+    lap, hostile = (summary[summary["mechanism"] == m] for m in ("lap", "hostile"))
+    ok = hostile["status"] == "ok"
+    np.testing.assert_array_equal(hostile.loc[ok, "true_value"], lap.loc[ok.values, "true_value"])
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "claimed", "met"),
+    [("weaker_guarantee", 1.0, False), ("stronger_guarantee", 1e-9, True)],
+)
+def test_a_claimed_guarantee_is_recorded_beside_the_request(
+    behaviour, claimed, met, compose_config, tmp_path
+) -> None:
+    results = run(hostile_sweep(compose_config, behaviour), results_dir=tmp_path / "out")
+    summary = read_summary(results)
+    hostile = summary[summary["mechanism"] == "hostile"]
+    assert (hostile["status"] == "ok").all() and (hostile["epsilon"] == 0.5).all()
+    assert (hostile["guarantee_epsilon"] == claimed).all()
+    assert (hostile["guarantee_met"] == met).all()
+    assert summary.loc[summary["mechanism"] == "lap", "guarantee_met"].all()
