@@ -341,16 +341,33 @@ def locate_vertebral(path: str | os.PathLike[str] | None = None) -> Path | None:
     env = os.environ.get(VERTEBRAL_ENV)
     if env:
         return _explicit_file(env, f"${VERTEBRAL_ENV}")
-    for candidate in (cache_dir() / VERTEBRAL_MEMBER, SHARED_DATA_DIR / VERTEBRAL_MEMBER):
+    for candidate in _default_places():
         if candidate.is_file():
             return candidate
     return None
 
 
+def _default_places() -> tuple[Path, Path]:
+    return (cache_dir() / VERTEBRAL_MEMBER, SHARED_DATA_DIR / VERTEBRAL_MEMBER)
+
+
 def fetch(url: str) -> bytes:
-    """The bytes at ``url`` (http(s) or file://), at most :data:`MAX_DOWNLOAD_BYTES`."""
-    with urllib.request.urlopen(url, timeout=60) as response:
-        content = response.read(MAX_DOWNLOAD_BYTES + 1)
+    """The bytes at ``url`` (http(s) or file://), at most :data:`MAX_DOWNLOAD_BYTES`.
+
+    Raises :class:`DatasetError` when the download fails (no network, HTTP error,
+    timeout), naming where the file was looked for and how to provide it.
+    """
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            content = response.read(MAX_DOWNLOAD_BYTES + 1)
+    except (OSError, ValueError) as err:  # URLError, HTTPError, TimeoutError are OSErrors
+        reason = getattr(err, "reason", None) or err
+        searched = ", ".join(str(place) for place in _default_places())
+        raise DatasetError(
+            f"vertebral data: {VERTEBRAL_MEMBER} is not in {searched} and downloading {url} "
+            f"failed ({reason}); put the file in one of those places, or point "
+            f"${VERTEBRAL_ENV} or the dataset's path at it"
+        ) from None
     if len(content) > MAX_DOWNLOAD_BYTES:
         raise DatasetError(f"vertebral data: {url} is larger than {MAX_DOWNLOAD_BYTES} bytes")
     return content

@@ -231,3 +231,16 @@ def test_a_wrong_download_is_refused_and_not_cached(
     with pytest.raises(DatasetError, match=message):
         load_vertebral(url="https://example.invalid/v.zip")
     assert not (isolated / "cache").exists()
+
+
+def test_offline_without_the_file_says_where_it_looked_in_one_line(isolated: Path, monkeypatch):
+    """No file in any place and no network: one line naming the places and the remedy."""
+    monkeypatch.setattr(datasets, "fetch", REAL_FETCH)
+    unreachable = "http://127.0.0.1:9/vertebral+column.zip"  # the discard port: refused
+    with pytest.raises(DatasetError) as info:
+        load_vertebral(url=unreachable)
+    message = str(info.value)
+    assert "\n" not in message and info.value.__suppress_context__
+    assert str(isolated / "cache" / "duff-bench" / "column_2C.dat") in message
+    assert str(isolated / "shared" / "column_2C.dat") in message
+    assert f"downloading {unreachable} failed" in message and "$VERTEBRAL_DATA" in message

@@ -89,15 +89,19 @@ def test_failed_units_are_kept_with_retry_failed_false(compose_config, tmp_path)
 
 
 def test_the_harness_computes_the_truth_itself(compose_config, tmp_path) -> None:
+    """A plug-in claiming its own output (b = 10) as the truth is a problem, not error 0."""
     results = run(hostile_sweep(compose_config, "wrong_truth"), results_dir=tmp_path / "out")
     found = statuses(results)
-    assert found.pop(("hostile", VICTIM)).startswith("true_value 1")  # its claim: b = 10
-    assert "differs from the harness's T(S)" in read_summary(results)["status"].iloc[-2] or True
+    assert re.fullmatch(
+        r"true_value 10\.0 differs from the harness's T\(S\) = -?0\.\d+",
+        found.pop(("hostile", VICTIM)),
+    )
     assert set(found.values()) == {"ok"}
-    summary = read_summary(results)
-    lap, hostile = (summary[summary["mechanism"] == m] for m in ("lap", "hostile"))
-    ok = hostile["status"] == "ok"
-    np.testing.assert_array_equal(hostile.loc[ok, "true_value"], lap.loc[ok.values, "true_value"])
+    summary = read_summary(results).set_index(["mechanism", "replicate"])
+    np.testing.assert_array_equal(
+        summary.loc["hostile"].loc[[0, 2], "true_value"],
+        summary.loc["lap"].loc[[0, 2], "true_value"],
+    )
 
 
 @pytest.mark.parametrize(
