@@ -45,7 +45,15 @@ import mechanisms
 from experiments.datasets import Dataset, build_datasets
 from experiments.results import config_hash
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+
+
+def _conf_dir() -> Path:
+    installed = Path(__file__).resolve().parent / "conf"  # a wheel ships conf/ here
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "conf"
+
+
+CONF_DIR = _conf_dir()
+"""The project's Hydra configs: ``conf/`` of the repository, ``experiments/conf`` installed."""
 FORMAT = 2
 """Version of the unit-file layout and seeding scheme; part of the config hash."""
 DELTA_INVERSE_N = "1/n"

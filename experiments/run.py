@@ -78,7 +78,7 @@ from experiments.supervisor import DaskPool, LokyPool, Pool, Supervisor, Task
 from experiments.unit import failed_unit, run_unit
 
 log = logging.getLogger(__name__)
-PROJECT_ROOT = CONF_DIR.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
 BACKENDS = ("loky", "dask")
 EXIT_FAILED_ROWS = 3
 EXIT_INTERRUPTED = 130
@@ -292,7 +292,7 @@ def _run_locked(
     ]
     clock = time.perf_counter()
     invocation = {"started": _now(), "n_jobs": workers, "backend": backend, "timeout": timeout}
-    invocation["git"] = git_state(PROJECT_ROOT)
+    invocation["git"] = git_state(PACKAGE_DIR)  # the code that ran: null when installed
     manifest = _manifest(
         plan,
         config,
