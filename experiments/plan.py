@@ -46,7 +46,6 @@ from experiments.datasets import Dataset, build_datasets
 from experiments.results import config_hash
 
 
-
 def _conf_dir() -> Path:
     installed = Path(__file__).resolve().parent / "conf"  # a wheel ships conf/ here
     return installed if installed.is_dir() else Path(__file__).resolve().parents[1] / "conf"
