@@ -30,7 +30,6 @@ not results_dir); its hash guards a results directory against mixing configs.
 from __future__ import annotations
 
 import difflib
-import inspect
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -44,6 +43,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 import mechanisms
 from experiments.datasets import Dataset, build_datasets
 from experiments.results import config_hash
+from experiments.targets import import_class
 
 
 def _conf_dir() -> Path:
@@ -211,7 +211,7 @@ class Plan:
 # ------------------------------------------------------------------ config → plan
 
 
-def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: Path = CONF_DIR) -> Plan:
+def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DIR) -> Plan:
     """Check ``cfg`` and resolve its dataset and mechanism names into a :class:`Plan`."""
     config = _plain(cfg)
     check_keys(config)
@@ -249,8 +249,8 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: Path = CONF_DIR) -
                 deltas.add(settings.delta_for(dataset.size))
             except ValueError as err:
                 raise ConfigError(f"delta: {err} (dataset {dataset.id})") from None
-    for entry in entries:
-        _check_constructible(entry, epsilons, deltas if entry.takes_delta else {None})
+    for mechanism in entries:
+        _check_constructible(mechanism, epsilons, deltas if mechanism.takes_delta else {None})
     return Plan(settings, tuple(datasets), tuple(entries))
 
 
@@ -273,13 +273,33 @@ def _check_constructible(
     )
 
 
-def group_names(conf_dir: Path, group: str) -> list[str]:
+ConfDirs = Path | Sequence[Path]
+"""One config directory, or several searched in order (a user's before the package's)."""
+
+
+def _dirs(conf_dir: ConfDirs) -> list[Path]:
+    return [conf_dir] if isinstance(conf_dir, Path) else list(conf_dir)
+
+
+def group_names(conf_dir: ConfDirs, group: str) -> list[str]:
     """Names (YAML stems) available in config group ``group``."""
-    return sorted(p.stem for p in (conf_dir / group).glob("*.yaml"))
+    return sorted({p.stem for d in _dirs(conf_dir) for p in (d / group).glob("*.yaml")})
 
 
-def load_entry(conf_dir: Path, group: str, ref: object) -> dict[str, Any]:
-    """The entry ``ref`` of ``group``: a YAML stem of ``conf_dir/group`` or an inline mapping.
+def _entry_file(conf_dir: ConfDirs, group: str, ref: str) -> Path:
+    """The first ``<dir>/<group>/<ref>.yaml`` of the config directories."""
+    for directory in _dirs(conf_dir):
+        if (directory / group / f"{ref}.yaml").is_file():
+            return directory / group / f"{ref}.yaml"
+    valid = ", ".join(group_names(conf_dir, group)) or "(none)"
+    places = ", ".join(str(d / group) for d in _dirs(conf_dir))
+    raise ConfigError(
+        f"{group}s: unknown {group} {ref!r}; valid names: {valid} (the YAML files of {places})"
+    )
+
+
+def load_entry(conf_dir: ConfDirs, group: str, ref: object) -> dict[str, Any]:
+    """The entry ``ref`` of ``group``: a YAML stem of ``<conf_dir>/group`` or an inline mapping.
 
     Entries loaded from a file get ``name`` (datasets) or ``label`` (mechanisms)
     from the file stem when absent, and must agree with it when present.
@@ -290,13 +310,7 @@ def load_entry(conf_dir: Path, group: str, ref: object) -> dict[str, Any]:
         if not isinstance(entry.get(key), str):
             raise ConfigError(f"{group}s: an inline {group} entry needs a {key!r}; got {entry!r}")
     elif isinstance(ref, str):
-        path = conf_dir / group / f"{ref}.yaml"
-        if not path.is_file():
-            valid = ", ".join(group_names(conf_dir, group)) or "(none)"
-            raise ConfigError(
-                f"{group}s: unknown {group} {ref!r}; valid names: {valid} "
-                f"(the YAML files of {conf_dir / group})"
-            )
+        path = _entry_file(conf_dir, group, ref)
         entry = _plain(OmegaConf.load(path))
         if not isinstance(entry, dict):
             raise ConfigError(f"{path}: expected a mapping, got {type(entry).__name__}")
@@ -312,25 +326,12 @@ def load_entry(conf_dir: Path, group: str, ref: object) -> dict[str, Any]:
 
 
 def load_target(target: str) -> type[mechanisms.Mechanism]:
-    """Import the class ``package.module.ClassName``, check it and make sure it is registered.
+    """Import the mechanism class ``package.module.ClassName`` and make sure it is registered.
 
     Raises ``ValueError`` naming ``target`` if it cannot be imported, is not a
     :class:`mechanisms.Mechanism` subclass, or its ``name`` is taken by another class.
     """
-    module_name, _, class_name = target.rpartition(".")
-    if not module_name:
-        raise ValueError(f"_target_ must be 'package.module.ClassName', got {target!r}")
-    try:
-        cls = getattr(import_module(module_name), class_name)
-    except ImportError as err:
-        raise ValueError(f"_target_ {target!r}: cannot import {module_name!r}: {err}") from None
-    except AttributeError:
-        raise ValueError(f"_target_ {target!r}: {module_name!r} has no {class_name!r}") from None
-    if not (isinstance(cls, type) and issubclass(cls, mechanisms.Mechanism)):
-        raise ValueError(f"_target_ {target!r} is not a subclass of mechanisms.Mechanism")
-    if inspect.isabstract(cls):
-        missing = ", ".join(sorted(cls.__abstractmethods__))
-        raise ValueError(f"_target_ {target!r} does not implement {missing}")
+    cls: type[mechanisms.Mechanism] = import_class(target, mechanisms.Mechanism)
     return mechanisms.register(cls)  # no-op if already registered; ValueError on a clash
 
 

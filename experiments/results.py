@@ -63,7 +63,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from filelock import FileLock, Timeout
@@ -150,7 +150,7 @@ def write_json_atomic(path: Path, value: Any) -> None:
 def write_npz_atomic(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write ``arrays`` as an (uncompressed) ``.npz`` to ``path`` atomically."""
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **cast(dict[str, Any], arrays))
     write_bytes_atomic(path, buffer.getvalue())
 
 

@@ -247,17 +247,19 @@ def run(
     results_dir: str | os.PathLike[str] | None = None,
     n_jobs: int | None = None,
     overrides: Sequence[str] = (),
-    conf_dir: Path = CONF_DIR,
+    conf_dir: Path | Sequence[Path] = CONF_DIR,
 ) -> Path:
     """Run (or resume) the sweep described by ``cfg``; return the results directory.
 
     ``results_dir`` and ``n_jobs`` default to the config's keys of that name;
-    neither changes any number.  Raises :class:`SweepInterrupted` on Ctrl-C
-    (finished units kept), and ``ConfigError`` / ``DatasetError`` /
-    ``ResultsDirError`` (one-line messages) for what cannot be run.
+    neither changes any number.  ``conf_dir`` is where named datasets and
+    mechanisms are looked up (several directories: in order).  Raises
+    :class:`SweepInterrupted` on Ctrl-C (finished units kept), and ``ConfigError``
+    / ``DatasetError`` / ``ResultsDirError`` (one-line messages) for what cannot
+    be run.
     """
-    config = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
-    config = dict(config)  # type: ignore[arg-type]
+    plain = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+    config: dict[str, Any] = dict(plain)  # type: ignore[arg-type]
     out = Path(results_dir if results_dir is not None else config["results_dir"]).resolve()
     workers = worker_count(config.get("n_jobs", 1) if n_jobs is None else n_jobs)
     backend, address = _check_backend(config)
@@ -394,6 +396,16 @@ def _overridden(key: str, overrides: Sequence[str]) -> bool:
     return any(o.split("=", 1)[0].lstrip("+~") == key for o in overrides)
 
 
+def _conf_dirs() -> list[Path]:
+    """The file config directories Hydra searches (``--config-dir``, ``hydra.searchpath``),
+    the user's first, then the package's."""
+    from hydra.core.hydra_config import HydraConfig
+
+    sources = HydraConfig.get().runtime.config_sources
+    dirs = [Path(s.path) for s in sources if s.schema == "file" and Path(s.path).is_dir()]
+    return [d for d in dirs if d.resolve() != CONF_DIR.resolve()] + [CONF_DIR]
+
+
 def _task(cfg: DictConfig) -> None:
     """The Hydra task: pick the results directory (per job under --multirun) and run."""
     from hydra.core.hydra_config import HydraConfig
@@ -405,7 +417,7 @@ def _task(cfg: DictConfig) -> None:
     if hydra_cfg.mode == RunMode.MULTIRUN and not _overridden("results_dir", overrides):
         results_dir = hydra_cfg.runtime.output_dir  # <sweep dir>/<job number>
     try:
-        out = run(cfg, results_dir=results_dir, overrides=overrides)
+        out = run(cfg, results_dir=results_dir, overrides=overrides, conf_dir=_conf_dirs())
     except (ConfigError, DatasetError, ResultsDirError) as err:
         sys.exit(f"duff-run: error: {err}")
     except (SweepInterrupted, KeyboardInterrupt) as err:

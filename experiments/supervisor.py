@@ -94,7 +94,7 @@ class LokyPool:
     """joblib's loky process pool of ``workers`` processes, replaced after a crash;
     each worker imports ``modules`` when it starts."""
 
-    crashes = (BrokenProcessPool,)
+    crashes: tuple[type[BaseException], ...] = (BrokenProcessPool,)
 
     def __init__(self, workers: int, modules: Sequence[str] = ()) -> None:
         self.workers, self.modules = workers, tuple(modules)

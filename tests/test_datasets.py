@@ -11,25 +11,31 @@ import numpy as np
 import pytest
 from conftest import CONF_DIR
 
-from experiments import datasets
-from experiments.datasets import (
+from experiments import vertebral
+from experiments.datasets import DatasetError, build_datasets
+from experiments.plan import load_entry
+from experiments.vertebral import (
     VERTEBRAL_MEASUREMENTS,
-    DatasetError,
-    build_datasets,
     load_vertebral,
     locate_vertebral,
     parse_vertebral,
 )
-from experiments.plan import load_entry
 
-SHARED_FILE = datasets.SHARED_DATA_DIR / datasets.VERTEBRAL_MEMBER
+SHARED_FILE = vertebral.SHARED_DATA_DIR / vertebral.VERTEBRAL_MEMBER
 # Per-class medians of the six measurements, from /work/shared/data/README.md.
 README_MEDIANS = {
     "AB": [65.275, 18.795, 56.15, 44.64, 115.65, 31.945],
     "NO": [50.125, 13.485, 42.64, 37.06, 123.875, 1.155],
 }
-REAL_FETCH = datasets.fetch
-NORMAL = {"name": "normal", "kind": "synthetic", "distribution": "normal", "bounds": [-10, 10]}
+REAL_FETCH = vertebral.fetch
+SYNTHETIC = "experiments.datasets.SyntheticDataset"
+NORMAL_OPTIONS = {"distribution": "normal", "bounds": [-10, 10]}
+NORMAL = {"name": "normal", "_target_": SYNTHETIC, "options": NORMAL_OPTIONS}
+
+
+def normal_with(**options) -> dict:
+    """The N(0, 1) entry with some options changed."""
+    return {**NORMAL, "options": {**NORMAL_OPTIONS, **options}}
 
 
 def fake_vertebral(seed: int = 0) -> bytes:
@@ -53,14 +59,14 @@ def zip_bytes(members: dict[str, bytes]) -> bytes:
 @pytest.fixture
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No configured path, no $VERTEBRAL_DATA, an empty cache and shared dir, no network."""
-    monkeypatch.delenv(datasets.VERTEBRAL_ENV, raising=False)
+    monkeypatch.delenv(vertebral.VERTEBRAL_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(datasets, "SHARED_DATA_DIR", tmp_path / "shared")
+    monkeypatch.setattr(vertebral, "SHARED_DATA_DIR", tmp_path / "shared")
 
     def no_network(url: str) -> bytes:
         raise AssertionError(f"unexpected download of {url}")
 
-    monkeypatch.setattr(datasets, "fetch", no_network)
+    monkeypatch.setattr(vertebral, "fetch", no_network)
     return tmp_path
 
 
@@ -99,14 +105,17 @@ def test_shipped_distributions(name: str, mean: float, middle: float) -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({**NORMAL, "distribution": "poisson"}, "distribution must be one of"),
-        ({**NORMAL, "bounds": [1, 0]}, "lower < upper"),
-        ({**NORMAL, "bounds": 3}, r"bounds must be \[lower, upper\]"),
-        ({**NORMAL, "params": [1]}, "params must be a mapping"),
-        ({**NORMAL, "kind": "magic"}, "kind must be 'synthetic' or 'vertebral'"),
-        ({**NORMAL, "parms": {}}, "unknown fields parms"),
-        ({**NORMAL, "params": {"scale": -1}}, r"bad params \{'scale': -1\}"),
-        ({**NORMAL, "params": {"sd": 1}}, "bad params .*unexpected keyword argument 'sd'"),
+        (normal_with(distribution="poisson"), "distribution must be one of"),
+        (normal_with(bounds=[1, 0]), "lower < upper"),
+        (normal_with(bounds=3), r"bounds must be \[lower, upper\]"),
+        (normal_with(params=[1]), "params must be a mapping"),
+        ({**NORMAL, "_target_": "magic"}, "_target_ must be 'package.module.ClassName'"),
+        ({**NORMAL, "_target_": "numpy.ndarray"}, "is not a subclass of Dataset"),
+        ({**NORMAL, "_target_": "experiments.datasets.Dataset"}, "does not implement data"),
+        ({**NORMAL, "kind": "synthetic"}, "unknown fields kind"),
+        ({**NORMAL, "options": [1]}, "options must be a mapping"),
+        (normal_with(params={"scale": -1}), r"bad params \{'scale': -1\}"),
+        (normal_with(params={"sd": 1}), "bad params .*unexpected keyword argument 'sd'"),
     ],
 )
 def test_bad_dataset_entries(entry: dict, message: str) -> None:
@@ -119,13 +128,14 @@ def test_bad_dataset_entries(entry: dict, message: str) -> None:
 
 @pytest.mark.skipif(not SHARED_FILE.is_file(), reason="shared Vertebral data not present")
 def test_real_vertebral_data_matches_the_readme(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(datasets.VERTEBRAL_ENV, str(SHARED_FILE))
+    monkeypatch.setenv(vertebral.VERTEBRAL_ENV, str(SHARED_FILE))
     data = load_vertebral()
     assert data.values.shape == (310, 6)
     for label, medians in README_MEDIANS.items():
         for measurement, median in zip(VERTEBRAL_MEASUREMENTS, medians, strict=True):
             assert np.median(data.column(measurement, label)) == pytest.approx(median, abs=1e-9)
-    subsets = build_datasets({"name": "vertebral", "kind": "vertebral"}, n=1, replicates=1)
+    entry = {"name": "vertebral", "_target_": "experiments.vertebral.VertebralColumn"}
+    subsets = build_datasets(entry, n=1, replicates=1)
     assert [d.subset for d in subsets[:3]] == [
         "pelvic_incidence/AB",
         "pelvic_incidence/NO",
@@ -148,11 +158,11 @@ def test_search_order(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for seed, path in enumerate(places.values()):
         path.parent.mkdir(parents=True)
         path.write_bytes(fake_vertebral(seed))
-    monkeypatch.setenv(datasets.VERTEBRAL_ENV, str(places["env"]))
+    monkeypatch.setenv(vertebral.VERTEBRAL_ENV, str(places["env"]))
     assert locate_vertebral(places["config"]) == places["config"]
     assert locate_vertebral(places["config"].parent) == places["config"]  # a directory works
     assert locate_vertebral() == places["env"]
-    monkeypatch.delenv(datasets.VERTEBRAL_ENV)
+    monkeypatch.delenv(vertebral.VERTEBRAL_ENV)
     assert locate_vertebral() == places["cache"]
     places["cache"].unlink()
     assert locate_vertebral() == places["shared"]
@@ -164,7 +174,7 @@ def test_search_order(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_explicit_location_must_exist(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(DatasetError, match=r"the config's path points to .*nowhere.dat"):
         locate_vertebral(isolated / "nowhere.dat")
-    monkeypatch.setenv(datasets.VERTEBRAL_ENV, str(isolated / "gone"))
+    monkeypatch.setenv(vertebral.VERTEBRAL_ENV, str(isolated / "gone"))
     with pytest.raises(DatasetError, match=r"\$VERTEBRAL_DATA points to .*gone"):
         locate_vertebral()
 
@@ -195,12 +205,12 @@ def test_download_from_a_file_url_fills_the_cache(isolated: Path, monkeypatch) -
     archive = isolated / "vertebral+column.zip"
     content = fake_vertebral(7)
     archive.write_bytes(zip_bytes({"column_3C.dat": b"other", "column_2C.dat": content}))
-    monkeypatch.setattr(datasets, "fetch", REAL_FETCH)  # a real read of a file:// URL
+    monkeypatch.setattr(vertebral, "fetch", REAL_FETCH)  # a real read of a file:// URL
     data = load_vertebral(url=archive.as_uri())
     cached = isolated / "cache" / "duff-bench" / "column_2C.dat"
     assert cached.read_bytes() == content and data.source == str(cached)
     assert not [p for p in cached.parent.iterdir() if p != cached]  # no temp file left
-    monkeypatch.setattr(datasets, "fetch", lambda url: pytest.fail("downloaded twice"))
+    monkeypatch.setattr(vertebral, "fetch", lambda url: pytest.fail("downloaded twice"))
     assert load_vertebral(url=archive.as_uri()).sha256 == data.sha256
 
 
@@ -211,7 +221,7 @@ def test_the_default_url_is_the_official_archive(isolated: Path, monkeypatch) ->
         requested.append(url)
         return zip_bytes({"vertebral/column_2C.dat": fake_vertebral()})
 
-    monkeypatch.setattr(datasets, "fetch", fake_fetch)
+    monkeypatch.setattr(vertebral, "fetch", fake_fetch)
     load_vertebral()
     assert requested == ["https://archive.ics.uci.edu/static/public/212/vertebral+column.zip"]
 
@@ -227,7 +237,7 @@ def test_the_default_url_is_the_official_archive(isolated: Path, monkeypatch) ->
 def test_a_wrong_download_is_refused_and_not_cached(
     isolated: Path, monkeypatch, archive: bytes, message: str
 ) -> None:
-    monkeypatch.setattr(datasets, "fetch", lambda url: archive)
+    monkeypatch.setattr(vertebral, "fetch", lambda url: archive)
     with pytest.raises(DatasetError, match=message):
         load_vertebral(url="https://example.invalid/v.zip")
     assert not (isolated / "cache").exists()
@@ -235,7 +245,7 @@ def test_a_wrong_download_is_refused_and_not_cached(
 
 def test_offline_without_the_file_says_where_it_looked_in_one_line(isolated: Path, monkeypatch):
     """No file in any place and no network: one line naming the places and the remedy."""
-    monkeypatch.setattr(datasets, "fetch", REAL_FETCH)
+    monkeypatch.setattr(vertebral, "fetch", REAL_FETCH)
     unreachable = "http://127.0.0.1:9/vertebral+column.zip"  # the discard port: refused
     with pytest.raises(DatasetError) as info:
         load_vertebral(url=unreachable)

@@ -16,9 +16,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """``pip install --no-deps --target`` of the project (its dependencies come from this
     environment), and what pip printed."""
     target = tmp_path_factory.mktemp("site")
+    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation"]
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation"]
-        + ["--no-cache-dir", "--target", str(target), str(PROJECT_ROOT)],
+        [*pip, "--no-cache-dir", "--target", str(target), str(PROJECT_ROOT)],
         capture_output=True,
         text=True,
         check=True,

@@ -77,8 +77,8 @@ def test_overrides_reach_the_config(compose_config) -> None:
 @pytest.mark.parametrize("name", ["normal", "uniform", "beta"])
 def test_synthetic_dataset_files(name: str) -> None:
     entry = load_entry(CONF_DIR, "dataset", name)
-    assert entry["kind"] == "synthetic" and entry["name"] == name
-    assert entry["bounds"] == ([-10.0, 10.0] if name == "normal" else [0.0, 1.0])
+    assert entry["_target_"] == "experiments.datasets.SyntheticDataset" and entry["name"] == name
+    assert entry["options"]["bounds"] == ([-10.0, 10.0] if name == "normal" else [0.0, 1.0])
 
 
 def test_every_mechanism_file_matches_the_registry() -> None:

@@ -219,8 +219,8 @@ def test_entries_without_target_keep_their_hash_fields() -> None:
         ("NoDots", "must be 'package.module.ClassName'"),
         ("no_such_module_anywhere.Thing", "cannot import 'no_such_module_anywhere'"),
         ("user_plugin_uniform.Missing", "'user_plugin_uniform' has no 'Missing'"),
-        ("user_plugin_uniform.UniformRelease", "is not a subclass of mechanisms.Mechanism"),
-        ("numpy.ndarray", "is not a subclass of mechanisms.Mechanism"),
+        ("user_plugin_uniform.UniformRelease", "is not a subclass of Mechanism"),
+        ("numpy.ndarray", "is not a subclass of Mechanism"),
         ("mechanisms.Mechanism", "does not implement _release, guarantee"),
     ],
 )
@@ -242,7 +242,7 @@ def test_a_target_whose_name_is_taken_is_a_config_error(plugin_dir) -> None:
 
 def test_the_example_plugin_runs_from_its_yaml(monkeypatch, compose_config, tmp_path) -> None:
     monkeypatch.syspath_prepend(str(EXAMPLE_DIR))
-    entry = OmegaConf.to_container(OmegaConf.load(EXAMPLE_DIR / "binned_rr.yaml"))
+    entry = OmegaConf.to_container(OmegaConf.load(EXAMPLE_DIR / "conf/mechanism/binned_rr.yaml"))
     cfg = compose_config(tiny_overrides(), [entry])
     assert build_plan(cfg).mechanisms[0].name == "binned_rr"
     summary = read_summary(run(cfg, results_dir=tmp_path / "out"))

@@ -16,7 +16,6 @@ import pandas as pd
 import pytest
 from conftest import GAUSSIAN, LAPLACE, LAPLACE_WIDE, PROJECT_ROOT, TESTS_DIR, tiny_overrides
 
-from experiments.datasets import SHARED_DATA_DIR, VERTEBRAL_MEMBER
 from experiments.plan import build_plan
 from experiments.results import (
     ESTIMATES_FILE,
@@ -27,6 +26,7 @@ from experiments.results import (
     read_summary,
 )
 from experiments.run import main, run
+from experiments.vertebral import SHARED_DATA_DIR, VERTEBRAL_MEMBER
 
 SHARED_VERTEBRAL = SHARED_DATA_DIR / VERTEBRAL_MEMBER
 KEYS = ["dataset", "subset", "replicate", "mechanism", "epsilon"]

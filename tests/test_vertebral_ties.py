@@ -27,7 +27,8 @@ import pytest
 from scipy import special, stats
 
 import mechanisms
-from experiments.datasets import DatasetError, FixedDataset, locate_vertebral, vertebral_datasets
+from experiments.datasets import DatasetError, FixedDataset
+from experiments.vertebral import VertebralColumn, locate_vertebral
 from mechanisms.base import Neighbouring
 from mechanisms.duff import utility
 from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
@@ -37,7 +38,7 @@ EMS = ("duff", "quantile_em")
 BETAS = (1e-3, 0.01, 0.1, 1.0)
 
 
-def _load() -> tuple[list[FixedDataset], str]:
+def _load() -> tuple[list[VertebralColumn], str]:
     try:
         path = locate_vertebral()
     except DatasetError as err:
@@ -47,7 +48,7 @@ def _load() -> tuple[list[FixedDataset], str]:
             "vertebral data unavailable: no column_2C.dat at $VERTEBRAL_DATA, the user cache or "
             "../shared/data (these tests never download it)"
         )
-    return vertebral_datasets({"name": "vertebral", "path": str(path)}), ""
+    return VertebralColumn.from_config(name="vertebral", path=str(path)), ""
 
 
 DATASETS, SKIP_REASON = _load()

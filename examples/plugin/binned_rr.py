@@ -12,11 +12,12 @@ values of ``j*`` differ by a factor of at most ``e^ε``, and the uniform draw
 inside the bin is post-processing.  (It is a teaching example: its error is at
 least ``w/4`` on average, far worse than the exponential mechanisms'.)
 
-Run it in a sweep without touching the package, e.g. with this directory on
-``PYTHONPATH`` and ``binned_rr.yaml`` copied to ``conf/mechanism/``::
+Run it in a sweep without touching the package, with this directory on
+``PYTHONPATH`` and its config directory (``conf/mechanism/binned_rr.yaml``) added
+to Hydra's search path::
 
-    PYTHONPATH=examples/plugin python -m experiments.run experiment=smoke \\
-        'mechanisms=[duff,binned_rr]'
+    PYTHONPATH=examples/plugin python -m experiments.run --config-dir examples/plugin/conf \\
+        experiment=smoke 'mechanisms=[duff,binned_rr]'
 """
 
 from __future__ import annotations
