@@ -56,14 +56,15 @@ mechanism's own neighbouring relation.  (The paper writes the density as
 ``1/(1 + |z|²)`` unnormalised and uses γ both for the noise exponent and, in
 Proposition 7, for the scale; the formula is unaffected.)
 
-Quantile EM — seed 004, section 1.2, "Attempt 3"
+Quantile EM — G. Brown, "Exponential Mechanism and Inverse Sensitivity" (lecture 7
+notes), section 1.2, "Attempt 3"
 -------------------------------------------------
-A bound on the **rank error**, not on the absolute error.  Seed 004 runs the EM
+A bound on the **rank error**, not on the absolute error.  Brown's notes run the EM
 with ``u(y) = −n·|1/2 − F̂(y)|``, ``F̂(y) = #{x_i <= y}/n`` and Δ = 1, and shows
 ``P(|1/2 − F̂(ỹ)| > α) <= (R/W_{x,α/2})·exp(−εαn/4)``, the ratio of the bad
 set's probability to that of ``{|1/2 − F̂| <= α/2}`` (of measure
 ``W_{x,α/2}``).  In rank units ``e(y) = |#{x_i <= y} − αq·n|`` (``αq`` the
-quantile, 1/2 for the median; seed 004 writes α for the rank slack), the
+quantile, 1/2 for the median; the notes write α for the rank slack), the
 quantile EM here has density ``∝ exp(−κ·e(y))`` on the interior of every gap,
 ``κ = ε/(2Δu)``, with ``Δu = max(αq, 1 − αq)`` (= 1/2) for add/remove and 1 for
 replace-one neighbours (:mod:`mechanisms.quantile_em`).  The same two-set
@@ -71,16 +72,16 @@ argument gives, for every ``k >= 0``,
 
     P(e(ỹ) > k) <= (b − a)·exp(−κk/2) / λ({y : e(y) <= k/2}),
 
-which is seed 004's bound for ``κ = ε/2`` (replace-one).  Under add/remove our
-EM is seed 004's at ``2ε``.  ``value`` is the smallest ``k`` at which the
+which is the notes' bound for ``κ = ε/2`` (replace-one).  Under add/remove our
+EM is the notes' at ``2ε``.  ``value`` is the smallest ``k`` at which the
 right-hand side is ``<= η``, with ``λ`` the exact measure from the data (seed
 004's ``W_{x,α/2}`` with its rounding made exact).  Conversion to data units
 (exact, using the data's gaps): ``e(y) <= k`` iff ``x_(lo) <= y < x_(hi)`` with
 ``lo = ceil(αq·n − k)``, ``hi = floor(αq·n + k) + 1`` (``x_(0) = a``,
-``x_(n+1) = b``), so ``|y − T| <= max(|T − x_(lo)|, |x_(hi) − T|)``.  Seed 004's
+``x_(n+1) = b``), so ``|y − T| <= max(|T − x_(lo)|, |x_(hi) − T|)``.  The notes'
 Claim 1.1 (``u(Ỹ) >= OPT − (2Δ/ε)(t + log|Y|)`` w.p. ``1 − e^{−t}``) needs a
 finite output set and does not apply to outputs in ``[a, b]``; attempt 3 is its
-continuous version.  (Seed 004's attempt 2 has a sign slip, ``exp(−ε/2·u)`` for
+continuous version.  (The notes' attempt 2 has a sign slip, ``exp(−ε/2·u)`` for
 ``exp(ε/2·u)``, and its sample-size conclusion drops the factor 4.)
 
 Both EM bounds come from the same inequality (Duff paper, Proposition 4):
@@ -119,7 +120,7 @@ BOUND_NAMES = {
     "corollary1": "Duff paper, Corollary 1, C from the data",
     "corollary1_paper_c": "Duff paper, Corollary 1, C = 2(b − a)/n",
     "proposition7": "Duff paper, Proposition 7",
-    "attempt3": "seed 004, attempt 3 (rank error)",
+    "attempt3": "Brown's lecture notes, attempt 3 (rank error)",
 }
 """Short names of the bounds and their sources, for tables."""
 _EXP_OVERFLOW = 700.0  # exp() of anything larger is close to float64's limit
@@ -371,7 +372,7 @@ def smooth_cauchy_bound(
 
 
 def rank_error(sorted_x: np.ndarray, estimates: np.ndarray, alpha: float = 0.5) -> np.ndarray:
-    """``|#{x_i <= y} − α·n|`` for each estimate ``y`` (seed 004's ``n·|1/2 − F̂(y)|``)."""
+    """``|#{x_i <= y} − α·n|`` for each estimate ``y`` (Brown's notes: ``n·|1/2 − F̂(y)|``)."""
     whole, fraction = split_alpha_n(sorted_x.size, alpha)
     counts = np.searchsorted(sorted_x, np.asarray(estimates, dtype=np.float64), side="right")
     return np.abs((counts - whole) - fraction)
@@ -405,7 +406,7 @@ def quantile_em_bound(
     alpha: float = 0.5,
     neighbouring: Neighbouring = Neighbouring.ADD_REMOVE,
 ) -> Bound:
-    """Seed 004, attempt 3: rank error ``<= k`` w.p. ``>= 1 − η`` (module docstring).
+    """Brown's lecture notes, attempt 3: rank error ``<= k`` w.p. ``>= 1 − η`` (module docstring).
 
     ``abs_error`` converts ``k`` to data units through the data's order statistics.
     """
@@ -433,7 +434,7 @@ def quantile_em_bound(
     return Bound(
         mechanism="quantile_em",
         name="attempt3",
-        source="seed 004, section 1.2, attempt 3 (rank error)",
+        source="Brown, Exponential Mechanism and Inverse Sensitivity, §1.2, attempt 3",
         eta=eta,
         quantity=RANK_ERROR,
         value=k,
