@@ -29,8 +29,6 @@ not results_dir); its hash guards a results directory against mixing configs.
 
 from __future__ import annotations
 
-import difflib
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,9 +36,20 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 import mechanisms
+from experiments.config import (
+    DELTA_INVERSE_N,
+    ConfigError,
+    check_delta,
+    check_epsilons,
+    check_integer,
+    check_keys,
+    check_sequence,
+    check_unique,
+    plain,
+)
 from experiments.datasets import Dataset, build_datasets
 from experiments.results import config_hash
 from experiments.targets import import_class
@@ -55,57 +64,7 @@ CONF_DIR = _conf_dir()
 """The project's Hydra configs: ``conf/`` of the repository, ``experiments/conf`` installed."""
 FORMAT = 2
 """Version of the unit-file layout and seeding scheme; part of the config hash."""
-DELTA_INVERSE_N = "1/n"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-
-
-CONFIG_KEYS = (
-    "name",
-    "seed",
-    "n",
-    "replicates",
-    "trials",
-    "epsilons",
-    "delta",
-    "datasets",
-    "mechanisms",
-    "keep_estimates",
-    "plugins",
-    "n_jobs",
-    "timeout",
-    "retry_failed",
-    "backend",
-    "scheduler_address",
-    "results_dir",
-)
-"""The top-level keys of a sweep's config (``conf/config.yaml``); any other is refused."""
-_LIST_KEYS = {"mechanism": "mechanisms", "dataset": "datasets", "epsilon": "epsilons"}
-
-
-class ConfigError(ValueError):
-    """A config that cannot be run (the message says which key and why)."""
-
-
-def check_keys(config: Mapping[str, Any]) -> None:
-    """Refuse top-level keys the harness does not read, in one line that says what to write.
-
-    Hydra lets ``+mechanism=laplace_global`` or ``+epsilon=[5.0]`` add keys; a
-    sweep that the user believes includes them must not run without them.
-    """
-    unknown = sorted(set(config) - {*CONFIG_KEYS, "hydra"})
-    if not unknown:
-        return
-    key = unknown[0]
-    if key in _LIST_KEYS:
-        plural = _LIST_KEYS[key]
-        hint = f"to choose {plural}, write {plural}=[...] (e.g. {plural}=[a,b])"
-    else:
-        close = difflib.get_close_matches(key, CONFIG_KEYS, n=1)
-        hint = f"did you mean {close[0]}?" if close else f"valid keys: {', '.join(CONFIG_KEYS)}"
-    raise ConfigError(
-        f"unknown config key{'s' if len(unknown) > 1 else ''} "
-        f"{', '.join(map(repr, unknown))}: {hint}"
-    )
 
 
 @dataclass(frozen=True)
@@ -213,33 +172,33 @@ class Plan:
 
 def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DIR) -> Plan:
     """Check ``cfg`` and resolve its dataset and mechanism names into a :class:`Plan`."""
-    config = _plain(cfg)
+    config = plain(cfg)
     check_keys(config)
-    for module in _sequence(config.get("plugins") or [], "plugins"):
+    for module in check_sequence(config.get("plugins") or [], "plugins"):
         try:
             import_module(str(module))
         except ImportError as err:
             raise ConfigError(f"plugins: cannot import {module!r}: {err}") from None
-    seed = _integer(config.get("seed"), "seed", minimum=0)
-    trials = _integer(config.get("trials"), "trials", minimum=1)
-    n = _integer(config.get("n"), "n", minimum=1)
-    replicates = _integer(config.get("replicates"), "replicates", minimum=1)
-    epsilons = _epsilons(config.get("epsilons"))
-    delta = _delta(config.get("delta", DELTA_INVERSE_N))
+    seed = check_integer(config.get("seed"), "seed", minimum=0)
+    trials = check_integer(config.get("trials"), "trials", minimum=1)
+    n = check_integer(config.get("n"), "n", minimum=1)
+    replicates = check_integer(config.get("replicates"), "replicates", minimum=1)
+    epsilons = check_epsilons(config.get("epsilons"))
+    delta = check_delta(config.get("delta", DELTA_INVERSE_N))
     keep = config.get("keep_estimates", False)
     if not isinstance(keep, bool):
         raise ConfigError(f"keep_estimates must be true or false, got {keep!r}")
 
     datasets: list[Dataset] = []
-    for ref in _sequence(config.get("datasets"), "datasets", nonempty=True):
+    for ref in check_sequence(config.get("datasets"), "datasets", nonempty=True):
         entry = load_entry(conf_dir, "dataset", ref)
         datasets += build_datasets(entry, n=n, replicates=replicates)
-    _unique([d.id for d in datasets], "datasets")
+    check_unique([d.id for d in datasets], "datasets")
     entries = [
         mechanism_entry(load_entry(conf_dir, "mechanism", ref))
-        for ref in _sequence(config.get("mechanisms"), "mechanisms", nonempty=True)
+        for ref in check_sequence(config.get("mechanisms"), "mechanisms", nonempty=True)
     ]
-    _unique([m.label for m in entries], "mechanisms (labels)")
+    check_unique([m.label for m in entries], "mechanisms (labels)")
     settings = Settings(seed, trials, epsilons, delta, keep)
     deltas: set[float | None] = {None}
     if any(m.takes_delta for m in entries):
@@ -311,7 +270,7 @@ def load_entry(conf_dir: ConfDirs, group: str, ref: object) -> dict[str, Any]:
             raise ConfigError(f"{group}s: an inline {group} entry needs a {key!r}; got {entry!r}")
     elif isinstance(ref, str):
         path = _entry_file(conf_dir, group, ref)
-        entry = _plain(OmegaConf.load(path))
+        entry = plain(OmegaConf.load(path))
         if not isinstance(entry, dict):
             raise ConfigError(f"{path}: expected a mapping, got {type(entry).__name__}")
         if entry.setdefault(key, ref) != ref:
@@ -368,7 +327,7 @@ def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:
         raise ConfigError(f"mechanism {label!r}: takes_delta must be true or false")
     try:
         cls = mechanisms.get(name)
-    except ValueError as err:
+    except (ValueError, ImportError) as err:  # ImportError: a peer's extra is missing
         raise ConfigError(f"mechanism {label!r}: {err}") from None
     if bool(cls.requires_delta) != takes_delta:
         raise ConfigError(
@@ -379,54 +338,3 @@ def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:
 
 
 # ----------------------------------------------------------------------- checks
-
-
-def _plain(value: object) -> Any:
-    if isinstance(value, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(value, resolve=True)
-    return value
-
-
-def _sequence(value: object, key: str, *, nonempty: bool = False) -> list[Any]:
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ConfigError(f"{key} must be a list, got {value!r}")
-    if nonempty and not value:
-        raise ConfigError(f"{key} must not be empty")
-    return list(value)
-
-
-def _integer(value: object, key: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{key} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _epsilons(value: object) -> tuple[float, ...]:
-    result = []
-    for item in _sequence(value, "epsilons", nonempty=True):
-        if isinstance(item, bool) or not isinstance(item, (int, float)):
-            raise ConfigError(f"epsilons must be positive numbers, got {item!r}")
-        epsilon = float(item)
-        if not (math.isfinite(epsilon) and epsilon > 0):
-            raise ConfigError(f"epsilons must be positive finite numbers, got {item!r}")
-        result.append(epsilon)
-    _unique(result, "epsilons")
-    return tuple(result)
-
-
-def _delta(value: object) -> str | float:
-    if value == DELTA_INVERSE_N:
-        return DELTA_INVERSE_N
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1:
-        return float(value)
-    raise ConfigError(f"delta must be '1/n' or a number in (0, 1), got {value!r}")
-
-
-def _unique(values: list[Any], key: str) -> None:
-    seen, repeated = set(), []
-    for value in values:
-        if value in seen:
-            repeated.append(value)
-        seen.add(value)
-    if repeated:
-        raise ConfigError(f"{key}: duplicate entries {', '.join(map(str, repeated))}")

@@ -56,8 +56,15 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from experiments.config import (
+    ConfigError,
+    check_backend,
+    check_retry_failed,
+    check_timeout,
+    worker_count,
+)
 from experiments.datasets import DatasetError
-from experiments.plan import CONF_DIR, ConfigError, Plan, Unit, build_plan
+from experiments.plan import CONF_DIR, Plan, Unit, build_plan
 from experiments.results import (
     ESTIMATES_FILE,
     RUN_FILE,
@@ -79,7 +86,6 @@ from experiments.unit import failed_unit, run_unit
 
 log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
-BACKENDS = ("loky", "dask")
 EXIT_FAILED_ROWS = 3
 EXIT_INTERRUPTED = 130
 
@@ -89,53 +95,6 @@ class SweepInterrupted(Exception):
 
 
 # ------------------------------------------------------------------ settings
-
-
-def _check_backend(config: Mapping[str, Any]) -> tuple[str, str | None]:
-    """``(backend, scheduler_address)`` from the config (keys of the same names)."""
-    backend, address = config.get("backend") or "loky", config.get("scheduler_address")
-    if backend not in BACKENDS:
-        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if backend == "dask" and not (isinstance(address, str) and address):
-        raise ConfigError(
-            f"backend=dask needs scheduler_address (e.g. tcp://host:8786), got {address!r}"
-        )
-    return backend, address
-
-
-def available_cores() -> int:
-    """Cores this process may run on (its CPU affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def worker_count(n_jobs: object) -> int:
-    """Workers for joblib's ``n_jobs`` (−1: all cores, −2: all but one, …), capped at the cores."""
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
-        raise ConfigError(f"n_jobs must be a non-zero integer (joblib's meaning), got {n_jobs!r}")
-    cores = available_cores()
-    wanted = n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
-    if wanted > cores:
-        log.warning("n_jobs=%d but only %d cores are available: using %d", n_jobs, cores, cores)
-    return min(wanted, cores)
-
-
-def _timeout(config: Mapping[str, Any]) -> float | None:
-    value = config.get("timeout")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
-        raise ConfigError(f"timeout must be null or a number of seconds > 0, got {value!r}")
-    return float(value)
-
-
-def _retry_failed(config: Mapping[str, Any]) -> bool:
-    value = config.get("retry_failed", True)
-    if not isinstance(value, bool):
-        raise ConfigError(f"retry_failed must be true or false, got {value!r}")
-    return value
 
 
 @contextmanager
@@ -262,8 +221,8 @@ def run(
     config: dict[str, Any] = dict(plain)  # type: ignore[arg-type]
     out = Path(results_dir if results_dir is not None else config["results_dir"]).resolve()
     workers = worker_count(config.get("n_jobs", 1) if n_jobs is None else n_jobs)
-    backend, address = _check_backend(config)
-    timeout, retry_failed = _timeout(config), _retry_failed(config)
+    backend, address = check_backend(config)
+    timeout, retry_failed = check_timeout(config), check_retry_failed(config)
     plan = build_plan(config, conf_dir)
     with lock_results_dir(out):
         return _run_locked(

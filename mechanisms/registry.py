@@ -1,9 +1,14 @@
 """The mechanism registry: names to classes, built-ins plus plug-ins.
 
-Built-in mechanisms register themselves with :func:`register`.  A mechanism
-defined outside this package is found through the ``duff_bench.mechanisms``
-entry-point group (``name = "package.module:Class"``), or registered at run
-time by calling :func:`register` on its class.
+Built-in mechanisms are the classes of :data:`BUILTIN_MODULES`, which register
+themselves with :func:`register` when imported; they include the peer adapters
+(:mod:`mechanisms.peers`), whose modules import without their library.  A peer
+is listed by :func:`available` only when its library is installed, and
+:func:`get`/:func:`make` of a peer whose library is missing raise an
+``ImportError`` naming the extra to install.  A mechanism defined outside this
+package is found through the ``duff_bench.mechanisms`` entry-point group
+(``name = "package.module:Class"``), or registered at run time by calling
+:func:`register` on its class.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from mechanisms.base import Mechanism
+from mechanisms.peers import PeerMechanism
 
 ENTRY_POINT_GROUP = "duff_bench.mechanisms"
 BUILTIN_MODULES = (
@@ -23,6 +29,8 @@ BUILTIN_MODULES = (
     "mechanisms.smooth_laplace",
     "mechanisms.laplace_ln",
     "mechanisms.global_noise",
+    "mechanisms.peers.opendp_quantile",
+    "mechanisms.peers.diffprivlib_quantile",
 )
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
@@ -43,7 +51,8 @@ def register(cls: _M) -> _M:
     return cls
 
 
-def _load_entry_points() -> None:
+def _load() -> None:
+    """Import the built-in modules and register the entry-point plug-ins not yet registered."""
     for module in BUILTIN_MODULES:
         import_module(module)  # each registers its classes on import
     for entry in entry_points(group=ENTRY_POINT_GROUP):
@@ -51,22 +60,34 @@ def _load_entry_points() -> None:
             register(entry.load())
 
 
+def _installed(cls: type[Mechanism]) -> bool:
+    """False only for a peer adapter whose library is not installed."""
+    return not issubclass(cls, PeerMechanism) or cls.installed()
+
+
 def available() -> list[str]:
-    """Names of all registered mechanisms, built-in and plug-in, sorted."""
-    _load_entry_points()
-    return sorted(_REGISTRY)
+    """Names of the usable registered mechanisms, built-in and plug-in, sorted.
+
+    A peer adapter whose library is not installed is registered but not listed.
+    """
+    _load()
+    return sorted(name for name, cls in _REGISTRY.items() if _installed(cls))
 
 
 def get(name: str) -> type[Mechanism]:
-    """The mechanism class registered under ``name``."""
+    """The mechanism class registered under ``name``.
+
+    Raises ``ValueError`` for an unknown name and ``ImportError`` naming the
+    extra for a peer adapter whose library is not installed.
+    """
     if name not in _REGISTRY:
-        _load_entry_points()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(
-            f"name: unknown mechanism {name!r}; available: {', '.join(sorted(_REGISTRY))}"
-        ) from None
+        _load()
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise ValueError(f"name: unknown mechanism {name!r}; available: {', '.join(available())}")
+    if issubclass(cls, PeerMechanism):
+        cls.check_installed()
+    return cls
 
 
 def make(name: str, *, epsilon: float, delta: float | None = None, **options: Any) -> Mechanism:

@@ -11,10 +11,6 @@ density ratio: the check sees the exact privacy loss of the pair.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -193,55 +189,3 @@ def test_empty_versus_one_point_is_uniform_versus_em():
     assert privacy_loss(empty, one, partition(np.array([]), np.array([B]))) == pytest.approx(
         0, abs=1e-12
     )
-
-
-# ------------------------------------------------------------ audit script
-
-
-def load_audit():
-    path = Path(__file__).resolve().parents[1] / "scripts" / "audit_privacy.py"
-    spec = importlib.util.spec_from_file_location("audit_privacy", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_audit_script_passes_the_ems(capsys):
-    audit = load_audit()
-    status = audit.main(
-        ["--mechanisms", "duff", "quantile_em:alpha=0.3,neighbours=replace_one",
-         "--epsilons", "0.5", "--pairs", "25", "--max-size", "300", "--cells", "200"]
-    )  # fmt: skip
-    out = capsys.readouterr().out
-    assert status == 0, out
-    rows = [line for line in out.splitlines() if line.startswith(("duff", "quantile_em"))]
-    assert len(rows) == 2 and all(row.rstrip().endswith("ok") for row in rows)
-
-
-def test_audit_flags_a_leaky_mechanism_and_reports_errors():
-    audit = load_audit()
-
-    class ClaimsTooMuch(Duff):  # runs at ε = 1 but claims ε = 0.5
-        @property
-        def guarantee(self):
-            return type(super().guarantee)(0.5, 0.0, Neighbouring.ADD_REMOVE)
-
-    kwargs = {"pairs": 25, "max_size": 300, "cells": 200, "seed": 1, "resolution": 1e-15}
-    leaky = audit.audit(
-        "leaky", lambda bounding: ClaimsTooMuch(epsilon=1.0, bounding=bounding), **kwargs
-    )
-    assert leaky.status == "VIOLATION" and leaky.statistic > 1.5
-
-    def broken(bounding):
-        raise RuntimeError("not ready")
-
-    failed = audit.audit("broken", broken, **kwargs)
-    assert failed.status.startswith("ERROR RuntimeError: not ready")
-    assert audit.parse_spec("quantile_em:alpha=0.3,neighbours=replace_one") == (
-        "quantile_em",
-        {"alpha": 0.3, "neighbours": "replace_one"},
-    )
-    unknown = audit.audit("nope", audit.factory_for("nope", {}, 1.0, 1e-6), **kwargs)
-    assert unknown.status.startswith("ERROR")  # ValueError naming it (or a broken plug-in)
-    assert audit.main(["--mechanisms", "nope", "--pairs", "2"]) == 1

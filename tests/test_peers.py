@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import subprocess
 import sys
 
@@ -16,28 +17,46 @@ from mechanisms.quantile_em import QuantileEM
 
 DATA = np.array([0.12, 0.3, 0.31, 0.45, 0.5, 0.52, 0.8, 0.9, 0.91])
 
+FALSE_ALARM = 1e-9
+"""Largest probability that one check of a correct sampler fails (OpenDP's is unseedable)."""
 
-def chi_square_pvalue(sample: np.ndarray, support: np.ndarray, probabilities: np.ndarray) -> float:
+
+def l1_threshold(draws: int, support: int, false_alarm: float = FALSE_ALARM) -> float:
+    """``t`` with ``P(‖P̂ - P‖₁ >= t) <= false_alarm`` for ``draws`` i.i.d. draws from any
+    ``P`` on ``support`` points, ``P̂`` their empirical distribution.
+
+    Weissman, Ordentlich, Seroussi, Verdú & Weinberger, "Inequalities for the L1
+    deviation of the empirical distribution" (HP Labs, 2003), Theorem 2.1 with
+    ``φ(π_P) >= 2``: ``P(‖P̂ - P‖₁ >= t) <= (2^k - 2)·exp(-n t²/2)``.  Unlike a
+    chi-square p-value this holds for every ``n``, not only asymptotically.
+    """
+    return math.sqrt(2.0 / draws * math.log((2.0**support - 2.0) / false_alarm))
+
+
+def l1_distance(sample: np.ndarray, support: np.ndarray, probabilities: np.ndarray) -> float:
+    """``‖P̂ - P‖₁`` of the draws ``sample`` from ``support`` against ``probabilities``."""
     counts = np.array([(sample == value).sum() for value in support])
     assert counts.sum() == sample.size  # every draw is a candidate
-    keep = probabilities * sample.size >= 5
-    observed = np.append(counts[keep], counts[~keep].sum())
-    expected = np.append(probabilities[keep], probabilities[~keep].sum()) * sample.size
-    if expected[-1] == 0:
-        observed, expected = observed[:-1], expected[:-1]
-    return float(stats.chisquare(observed, expected).pvalue)
+    return float(np.abs(counts / sample.size - probabilities).sum())
 
 
-def test_missing_libraries_give_an_import_error_naming_the_extra() -> None:
+def test_missing_libraries_hide_the_peers_and_name_the_extra() -> None:
+    """Without opendp and diffprivlib (``sys.modules[...] = None``), in a fresh process:
+    the built-in discovery imports the adapter modules, leaves the peers out of
+    ``available()``, and ``get``/``make``/the classes raise an ImportError naming the extra."""
     code = (
         "import sys\n"
         "sys.modules.update(opendp=None, diffprivlib=None)\n"
         "import mechanisms\n"
-        "import mechanisms.peers.diffprivlib_quantile, mechanisms.peers.opendp_quantile\n"
-        "assert {'opendp_quantile', 'diffprivlib_quantile'} <= set(mechanisms.available())\n"
-        "for name in ('opendp_quantile', 'diffprivlib_quantile'):\n"
+        "from mechanisms.peers.opendp_quantile import OpenDPQuantile\n"
+        "names = set(mechanisms.available())\n"
+        "assert 'duff' in names and not names & {'opendp_quantile', 'diffprivlib_quantile'}\n"
+        "calls = [lambda: mechanisms.get('opendp_quantile'),\n"
+        "         lambda: mechanisms.make('diffprivlib_quantile', epsilon=1.0),\n"
+        "         lambda: OpenDPQuantile(epsilon=1.0)]\n"
+        "for call in calls:\n"
         "    try:\n"
-        "        mechanisms.make(name, epsilon=1.0)\n"
+        "        call()\n"
         "    except ImportError as err:\n"
         "        print(err)\n"
     )
@@ -45,10 +64,27 @@ def test_missing_libraries_give_an_import_error_naming_the_extra() -> None:
         [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
     )
     lines = done.stdout.splitlines()
-    assert len(lines) == 2
-    for line, package in zip(lines, ("opendp", "diffprivlib"), strict=True):
-        assert f"needs the optional package {package!r}" in line
-        assert 'pip install -e ".[peers]"' in line
+    assert len(lines) == 3
+    for line, package in zip(lines, ("opendp", "diffprivlib", "opendp"), strict=True):
+        assert f"needs the optional package {package!r}, part of the extra 'peers'" in line
+        assert 'pip install "duff-bench[peers]"' in line and 'pip install -e ".[peers]"' in line
+
+
+def test_installed_peers_are_found_by_the_builtin_discovery() -> None:
+    """In a fresh process, with nothing imported by hand, the peers are listed and made."""
+    pytest.importorskip("opendp")
+    pytest.importorskip("diffprivlib")
+    code = (
+        "import mechanisms\n"
+        "assert {'opendp_quantile', 'diffprivlib_quantile'} <= set(mechanisms.available())\n"
+        "assert mechanisms.get('diffprivlib_quantile').__name__ == 'DiffprivlibQuantile'\n"
+        "print(mechanisms.make('opendp_quantile', epsilon=1.0, candidates=11))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("OpenDPQuantile(epsilon=1, alpha=0.5, candidates=11")
 
 
 # ------------------------------------------------------------------------ diffprivlib
@@ -91,12 +127,8 @@ def test_diffprivlib_rejects_bounds_it_would_widen() -> None:
 # ----------------------------------------------------------------------------- OpenDP
 
 
-def test_permute_and_flip_probabilities_match_enumeration() -> None:
-    pytest.importorskip("opendp")
-    from mechanisms.peers.opendp_quantile import permute_and_flip_probabilities
-
-    log_p = np.array([0.0, -0.3, -0.3, -1.7, -4.0, 0.0])
-    p = np.exp(log_p)
+def enumerated_permute_and_flip(p: np.ndarray) -> np.ndarray:
+    """Permute-and-flip's output law by visiting every order of the candidates."""
     exact = np.zeros(p.size)
     orders = list(itertools.permutations(range(p.size)))
     for order in orders:
@@ -104,23 +136,79 @@ def test_permute_and_flip_probabilities_match_enumeration() -> None:
         for candidate in order:  # the first accepted candidate is returned
             exact[candidate] += rejected * p[candidate] / len(orders)
             rejected *= 1.0 - p[candidate]
-    np.testing.assert_allclose(permute_and_flip_probabilities(log_p), exact, rtol=1e-10)
+    return exact
 
 
-@pytest.mark.parametrize("selection", ["permute_and_flip", "exponential"])
-def test_opendp_samples_follow_its_distribution(selection: str) -> None:
+@pytest.mark.parametrize(
+    "p",
+    [
+        np.exp([0.0, -0.3, -0.3, -1.7, -4.0, 0.0]),
+        # Σ p = 4 + 2^-50: panels doubling from 1/(4 Σ p) used to end at 1 - 2^-52, and
+        # quadrature nodes rounded to t = 1 gave log(1 - t) = -inf and NaN probabilities
+        np.array([1.0, 1.0, 1.0, 1.0, 8.9e-16]),
+    ],
+)
+def test_permute_and_flip_probabilities_match_enumeration(p: np.ndarray) -> None:
+    pytest.importorskip("opendp")
+    from mechanisms.peers.opendp_quantile import permute_and_flip_probabilities
+
+    exact = enumerated_permute_and_flip(p)
+    np.testing.assert_allclose(permute_and_flip_probabilities(np.log(p)), exact, rtol=1e-10)
+
+
+DRAWS = 1000
+SAMPLER_CASES = [("permute_and_flip", 1.0, 11), ("exponential", 2.0, 21)]
+"""(selection, ε, candidates) on DATA: settings where ε doubled or halved moves the
+output law far in L1, so DRAWS = 1000 draws (a second or two) separate them."""
+
+
+@pytest.mark.parametrize(("selection", "epsilon", "candidates"), SAMPLER_CASES)
+def test_opendp_samples_follow_its_distribution(
+    selection: str, epsilon: float, candidates: int
+) -> None:
+    """OpenDP's own (unseedable) draws against the adapter's exact law: fails with
+    probability <= FALSE_ALARM = 1e-9 if the sampler is right (:func:`l1_threshold`)."""
     pytest.importorskip("opendp")
     from mechanisms.peers.opendp_quantile import OpenDPQuantile
 
-    mechanism = OpenDPQuantile(epsilon=1.5, candidates=11, selection=selection)
+    mechanism = OpenDPQuantile(epsilon=epsilon, candidates=candidates, selection=selection)
     release = mechanism.release(DATA, (0.0, 1.0))
-    sample = release.sample(3000, np.random.default_rng(0))
+    sample = release.sample(DRAWS, np.random.default_rng(0))
     probabilities = release.probabilities
     assert probabilities.sum() == pytest.approx(1.0, abs=1e-12)
-    assert chi_square_pvalue(sample, release.candidates, probabilities) > 1e-3
+    assert l1_distance(sample, release.candidates, probabilities) < l1_threshold(DRAWS, candidates)
     np.testing.assert_allclose(release.cdf(release.candidates), np.cumsum(probabilities))
     assert release.cdf(-0.5) == 0.0 and release.cdf(1.0) == 1.0
     assert mechanism.guarantee.neighbouring is Neighbouring.ADD_REMOVE
+
+
+@pytest.mark.parametrize("factor", [2.0, 0.5])
+@pytest.mark.parametrize(("selection", "epsilon", "candidates"), SAMPLER_CASES)
+def test_the_sampling_check_rejects_a_wrong_epsilon(
+    selection: str, epsilon: float, candidates: int, factor: float
+) -> None:
+    """Planted bug: draws at ε·factor, checked against the law at ε, are rejected.
+
+    Power: draws from a law Q pass only if ‖P̂ - P‖₁ < t, hence only if
+    ‖P̂ - Q‖₁ > ‖Q - P‖₁ - t >= t when ‖Q - P‖₁ >= 2t, which by the same
+    inequality has probability <= 1e-9.  Here t = 0.238 (11 candidates) and 0.266
+    (21), and ‖Q - P‖₁ = 0.596 and 0.611 (permute-and-flip, ε doubled and halved),
+    0.616 and 0.731 (exponential): a wrong scale passes with probability below 1e-20.
+    The draws come from numpy's seeded generator standing in for a mis-scaled sampler.
+    """
+    pytest.importorskip("opendp")
+    from mechanisms.peers.opendp_quantile import OpenDPQuantile
+
+    def law(eps: float) -> np.ndarray:
+        mechanism = OpenDPQuantile(epsilon=eps, candidates=candidates, selection=selection)
+        return mechanism.release(DATA, (0.0, 1.0)).probabilities
+
+    right, wrong = law(epsilon), law(epsilon * factor)
+    support = np.linspace(0.0, 1.0, candidates)
+    threshold = l1_threshold(DRAWS, candidates)
+    assert np.abs(wrong - right).sum() >= 2 * threshold  # the power statement above
+    sample = np.random.default_rng(5).choice(support, DRAWS, p=wrong)
+    assert l1_distance(sample, support, right) >= threshold
 
 
 def test_opendp_exponential_is_the_quantile_em_on_a_grid() -> None:

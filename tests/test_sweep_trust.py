@@ -17,9 +17,9 @@ import pytest
 from conftest import GAUSSIAN, LAPLACE, PROJECT_ROOT, TESTS_DIR, tiny_overrides
 from filelock import FileLock
 
-from experiments.plan import ConfigError
+from experiments.config import ConfigError, available_cores, worker_count
 from experiments.results import LOCK_FILE, RUN_FILE, ResultsDirError, read_summary
-from experiments.run import available_cores, run, worker_count
+from experiments.run import run
 
 MECHANISMS_ARG = "mechanisms=[{label:lap,name:harness_laplace}]"
 

@@ -5,20 +5,34 @@
 * :mod:`mechanisms.peers.diffprivlib_quantile`: IBM diffprivlib's
   ``tools.quantile`` (``diffprivlib_quantile``).
 
-Each adapter has the interface of :class:`mechanisms.Mechanism` and states the
-library's own neighbouring relation and guarantee.  The peer library is
-imported only when a mechanism is configured, so importing these modules (and
-``mechanisms.available()``) works without it; configuring one without its
-library raises an ``ImportError`` naming the extra: ``pip install -e ".[peers]"``.
+Each adapter is a :class:`PeerMechanism`: the interface of
+:class:`mechanisms.Mechanism`, the library's own neighbouring relation and
+guarantee, and in ``library`` the top-level package it needs.  The adapters are
+built-in mechanisms (:data:`mechanisms.registry.BUILTIN_MODULES`); their modules
+import without the library, which is imported only when a mechanism is
+configured.  ``mechanisms.available()`` lists an adapter only when its library
+is installed; ``mechanisms.get``/``make`` of one whose library is missing raise
+an ``ImportError`` naming the extra (:func:`missing_extra`).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+from importlib.util import find_spec
 from types import ModuleType
+from typing import ClassVar
+
+from mechanisms.base import Mechanism
 
 EXTRA = "peers"
-MODULES = ("mechanisms.peers.opendp_quantile", "mechanisms.peers.diffprivlib_quantile")
+
+
+def missing_extra(package: str, mechanism: str) -> str:
+    """The message for ``mechanism`` whose optional ``package`` cannot be imported."""
+    return (
+        f"mechanism {mechanism!r} needs the optional package {package!r}, part of the extra "
+        f'{EXTRA!r}: pip install "duff-bench[{EXTRA}]" (in a checkout: pip install -e ".[{EXTRA}]")'
+    )
 
 
 def require(module: str, mechanism: str) -> ModuleType:
@@ -26,7 +40,22 @@ def require(module: str, mechanism: str) -> ModuleType:
     try:
         return import_module(module)
     except ImportError as err:
-        raise ImportError(
-            f"mechanism {mechanism!r} needs the optional package {module.split('.')[0]!r} "
-            f'(the extra {EXTRA!r}: pip install -e ".[{EXTRA}]"): {err}'
-        ) from err
+        package = module.partition(".")[0]
+        raise ImportError(f"{missing_extra(package, mechanism)}: {err}") from err
+
+
+class PeerMechanism(Mechanism):
+    """A mechanism computed by another library, whose top-level package is ``library``."""
+
+    library: ClassVar[str]
+
+    @classmethod
+    def installed(cls) -> bool:
+        """Whether ``library`` is installed: found on the path, not imported (seconds)."""
+        return find_spec(cls.library) is not None
+
+    @classmethod
+    def check_installed(cls) -> None:
+        """Raise ``ImportError`` naming the extra unless ``library`` is installed."""
+        if not cls.installed():
+            raise ImportError(missing_extra(cls.library, cls.name))

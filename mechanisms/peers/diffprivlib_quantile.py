@@ -1,13 +1,14 @@
 """IBM diffprivlib's DP quantile (``diffprivlib.tools.quantile``) as a mechanism.
 
-What the library computes (diffprivlib 0.6, ``tools/quantiles.py``; Smith 2011,
-the quantile EM of seed 000): clip the ``k`` data points to ``[a, b]``, sort,
-append ``a`` and ``b``, and run its ``Exponential`` mechanism over the ``k + 1``
-gaps with utility ``u_i = -|i - alpha·k|`` (``i`` points below gap ``i``),
-``sensitivity=1`` and base measure the gap lengths, then draw uniformly inside
-the chosen gap.  So the output density on gap ``i`` is
+What the library computes (diffprivlib 0.6, ``tools/quantiles.py``; Smith 2011;
+the quantile EM of Harvard Privacy Tools Project, "The Exponential Mechanism for
+Medians", 2020): clip the ``k`` data points to ``[a, b]``, sort, append ``a``
+and ``b``, and run its ``Exponential`` mechanism over the ``k + 1`` gaps with
+utility ``u_i = -|i - alpha·k|`` (``i`` points below gap ``i``), ``sensitivity=1``
+and base measure the gap lengths, then draw uniformly inside the chosen gap.  So
+the output density on gap ``i`` is
 
-    ∝ exp(ε_lib · u_i / 2),                                         (seed 000, eq. 2.2)
+    ∝ exp(ε_lib · u_i / 2),                                         (eq. 2.2)
 
 the continuous quantile EM, which :mod:`mechanisms.quantile_em` implements
 with ``neighbours="replace_one"`` (``Δu = 1``).  The adapter's :meth:`cdf` is
@@ -17,8 +18,8 @@ call per estimate, seeded from the ``rng`` it is given.
 
 Neighbouring and guarantee.  diffprivlib's documentation names no neighbouring
 relation for ``quantile``; its sensitivity 1 is that of ``u`` when one point is
-*replaced* (``i`` moves by at most 1; seed 000, Theorem 2), so a call with
-``epsilon=ε_lib`` is ε_lib-DP for replace-one neighbours.  Under add/remove
+*replaced* (``i`` moves by at most 1; Theorem 2 of that note), so a call
+with ``epsilon=ε_lib`` is ε_lib-DP for replace-one neighbours.  Under add/remove
 ``u`` moves by at most ``max(alpha, 1 - alpha)`` (Theorem 3), so the same call
 is ``max(alpha, 1 - alpha)·ε_lib``-DP.  Option ``neighbours`` picks the
 relation of the stated guarantee: ``"replace_one"`` (default, the library's
@@ -41,14 +42,13 @@ import numpy as np
 
 from mechanisms.base import (
     Guarantee,
-    Mechanism,
     Neighbouring,
     Release,
     check_choice,
     check_rng,
     check_size,
 )
-from mechanisms.peers import require
+from mechanisms.peers import PeerMechanism, require
 from mechanisms.quantile_em import NEIGHBOURS, check_alpha, quantile_rank, sensitivity
 from mechanisms.registry import register
 from mechanisms.sampling import PiecewiseUniformRelease
@@ -103,7 +103,7 @@ class DiffprivlibRelease(Release):
 
 
 @register
-class DiffprivlibQuantile(Mechanism):
+class DiffprivlibQuantile(PeerMechanism):
     """diffprivlib's exponential-mechanism quantile; ε-DP for the chosen ``neighbours``.
 
     Options: ``alpha`` (the quantile; 0.5 = median) and ``neighbours``
@@ -111,6 +111,7 @@ class DiffprivlibQuantile(Mechanism):
     """
 
     name = "diffprivlib_quantile"
+    library = "diffprivlib"
 
     def __init__(
         self,
@@ -122,7 +123,7 @@ class DiffprivlibQuantile(Mechanism):
         neighbours: str = "replace_one",
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
-        require("diffprivlib", self.name)
+        require(self.library, self.name)
         self.alpha = check_alpha(alpha)
         self.neighbouring = Neighbouring(check_choice(neighbours, NEIGHBOURS, "neighbours"))
         # diffprivlib scores with Δu = 1: its ε is ours divided by our Δu.
@@ -136,7 +137,8 @@ class DiffprivlibQuantile(Mechanism):
             neighbouring=self.neighbouring,
             source=(
                 f"diffprivlib.tools.quantile(epsilon={self.library_epsilon:.6g}): exponential "
-                "mechanism with utility -|i - alpha k|, sensitivity 1 (seed 000, Theorems 2-3)"
+                "mechanism with utility -|i - alpha k|, sensitivity 1 (Harvard Privacy Tools "
+                'Project, "The Exponential Mechanism for Medians", Theorems 2-3)'
             ),
         )
 

@@ -6,9 +6,10 @@ each candidate ``c`` by the integer
 
     s(c) = |(den - num)·#(x < c) - num·#(x > c)|,      alpha ≈ num/den,
 
-(``den·|g|`` for the rank term ``g`` of seed 000, eq. 2.2; ``alpha`` is exact when
-its binary fraction has a denominator below 10**4, else ``num`` is the float
-product ``alpha·10**4`` truncated, as OpenDP casts it: 0.285 becomes 2849/10**4)
+(``den·|g|`` for the rank term ``g`` of eq. 2.2 of Harvard Privacy Tools Project,
+"The Exponential Mechanism for Medians", 2020; ``alpha`` is exact when its binary
+fraction has a denominator below 10**4, else ``num`` is the float product
+``alpha·10**4`` truncated, as OpenDP casts it: 0.285 becomes 2849/10**4)
 and returns a candidate by a noisy *min* with noise scale ``τ = scale·den``:
 
 * ``selection="permute_and_flip"`` (output measure ``max_divergence``, OpenDP's
@@ -47,8 +48,10 @@ candidate arriving before it is rejected:
 
 evaluated per distinct score (candidates with equal scores have equal
 probabilities) by composite Gauss-Legendre quadrature on panels doubling away
-from 0; the probabilities are checked to sum to 1 (``Σ_c p_c(1 - p_c t)^-1 Π_j
-(1 - p_j t) = -d/dt Π_j (1 - p_j t)``, whose integral is 1).
+from 0, the last one ``[e, 1]`` with ``e`` in ``(1/4, 1/2]`` (so every node is
+below 1: at ``t = 1`` the top candidate's factor ``log(1 - t)`` is ``-inf``);
+the probabilities are checked to sum to 1 (``Σ_c p_c(1 - p_c t)^-1 Π_j (1 - p_j t)
+= -d/dt Π_j (1 - p_j t)``, whose integral is 1).
 """
 
 from __future__ import annotations
@@ -59,14 +62,13 @@ import numpy as np
 
 from mechanisms.base import (
     Guarantee,
-    Mechanism,
     Neighbouring,
     Release,
     check_choice,
     check_rng,
     check_size,
 )
-from mechanisms.peers import require
+from mechanisms.peers import PeerMechanism, require
 from mechanisms.quantile_em import check_alpha, quantile_rank
 from mechanisms.registry import register
 
@@ -102,10 +104,10 @@ def permute_and_flip_probabilities(log_p: np.ndarray) -> np.ndarray:
     levels, index, counts = np.unique(log_p, return_inverse=True, return_counts=True)
     p = np.exp(levels)  # tiny levels underflow to 0: they are never returned
     total = float(counts @ p)  # S = Σ_j p_j >= 1; the integrand decays like exp(-S t)
-    width = min(1.0, 1.0 / total) / 4.0
-    edges = [0.0]
-    while edges[-1] < 1.0:
-        edges.append(min(1.0, max(width, 2.0 * edges[-1])))
+    edges = [0.0, min(1.0, 1.0 / total) / 4.0]
+    while 2.0 * edges[-1] <= 0.5:  # the last panel [e, 1] has e in (1/4, 1/2]: all nodes < 1
+        edges.append(2.0 * edges[-1])
+    edges.append(1.0)
     left, right = np.array(edges[:-1]), np.array(edges[1:])
     half = 0.5 * (right - left)
     t = ((left + right)[:, None] / 2.0 + np.multiply.outer(half, NODES)).ravel()
@@ -189,7 +191,7 @@ class OpenDPRelease(Release):
 
 
 @register
-class OpenDPQuantile(Mechanism):
+class OpenDPQuantile(PeerMechanism):
     """OpenDP's quantile on a grid of candidates; ε-DP, add/remove neighbours.
 
     Options: ``alpha`` (0.5 = median), ``candidates`` (number of equally spaced
@@ -198,6 +200,7 @@ class OpenDPQuantile(Mechanism):
     """
 
     name = "opendp_quantile"
+    library = "opendp"
     neighbouring = Neighbouring.ADD_REMOVE
 
     def __init__(
@@ -211,7 +214,7 @@ class OpenDPQuantile(Mechanism):
         selection: str = "permute_and_flip",
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
-        require("opendp", self.name)
+        require(self.library, self.name)
         self.alpha = check_alpha(alpha)
         if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 2:
             raise ValueError(f"candidates must be an integer >= 2, got {candidates!r}")

@@ -1,0 +1,149 @@
+"""scripts/audit_privacy.py: any mechanism with a cdf, a planted leak caught, the written record."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from conftest import PROJECT_ROOT
+
+from mechanisms import registry
+from mechanisms.base import Release
+from mechanisms.duff import Duff
+
+SMALL = ["--pairs", "16", "--max-size", "200", "--cells", "200", "--seed", "3"]
+
+# Duff run at 2ε while its guarantee (inherited) claims ε: a planted privacy bug.
+LEAKY_MODULE = """
+from mechanisms.duff import Duff
+
+
+class LeakyDuff(Duff):
+    name = "leaky_duff"
+
+    def _release(self, sorted_x, lower, upper):
+        return Duff(epsilon=2 * self.epsilon)._release(sorted_x, lower, upper)
+"""
+
+
+def load_audit() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "audit_privacy", PROJECT_ROOT / "scripts" / "audit_privacy.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def audit(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The script, with classes that ``--target`` registers kept out of the real registry.
+
+    The built-ins are loaded first: they register when their module is first
+    imported, so loading them into the copy would lose them for later tests.
+    """
+    registry.available()
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    return load_audit()
+
+
+def test_a_planted_leak_is_a_violation_and_fails_the_run(
+    audit: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "leaky_plugin.py").write_text(textwrap.dedent(LEAKY_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    record = tmp_path / "audit.json"
+    argv = ["--mechanism", "duff", "--target", "leaky_plugin.LeakyDuff", "--epsilons", "0.5,2"]
+    assert audit.main([*argv, *SMALL, "--output", str(record)]) == 1
+    summary = json.loads(record.read_text())["summary"]
+    assert summary["duff"]["status"] == "ok" and 0.9 < summary["duff"]["max"] <= 1.0
+    leak = summary["leaky_plugin.LeakyDuff"]
+    assert leak["status"] == "VIOLATION" and leak["statistic"] == "loss/eps"
+    assert 1.9 < leak["max"] <= 2.0  # twice the claimed ε, as planted
+
+
+def test_audits_a_plugin_without_bounding_and_the_peers(
+    audit: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """binned_rr takes no ``bounding`` (the empty dataset is still audited); the peers
+    are found by name; δ goes only to the (ε, δ) mechanism; both files are written."""
+    pytest.importorskip("opendp")
+    pytest.importorskip("diffprivlib")
+    monkeypatch.syspath_prepend(str(PROJECT_ROOT / "examples" / "plugin"))
+    outputs = [tmp_path / "out" / "audit.json", tmp_path / "out" / "audit.md"]
+    argv = [
+        "--target", "binned_rr.BinnedRR:bins=8",
+        "--mechanism", "opendp_quantile:candidates=101", "diffprivlib_quantile",
+        "--mechanism", "gaussian_global", "--epsilons", "1", "--delta", "1e-5",
+        *SMALL, "--output", str(outputs[0]), "--output", str(outputs[1]),
+    ]  # fmt: skip
+    assert audit.main(argv) == 0
+    record = json.loads(outputs[0].read_text())
+    assert record["parameters"]["pairs"] == 16 and record["parameters"]["seed"] == 3
+    rows = {row["label"]: row for row in record["results"]}
+    assert set(rows) == {
+        "binned_rr.BinnedRR:bins=8",
+        "opendp_quantile:candidates=101",
+        "diffprivlib_quantile",
+        "gaussian_global",
+    }
+    assert all(row["status"] == "ok" and row["pairs"] == 16 for row in rows.values())
+    binned = rows["binned_rr.BinnedRR:bins=8"]
+    assert binned["statistic"] == pytest.approx(1.0, abs=1e-9)  # RR is exactly e^ε-tight
+    assert binned["worst"] == "[] vs [10.0]"  # the empty dataset: lower median a, bin 0
+    assert 0.9 < rows["opendp_quantile:candidates=101"]["statistic"] <= 1.0
+    assert rows["diffprivlib_quantile"]["neighbouring"] == "replace_one"
+    gaussian = rows["gaussian_global"]
+    assert gaussian["statistic_name"] == "HS/delta" and gaussian["delta"] == 1e-5
+    assert 0.0 <= gaussian["statistic"] <= 1.0
+    assert record["environment"]["packages"]["opendp"] == "0.16.0"
+    markdown = outputs[1].read_text()
+    assert "| binned_rr.BinnedRR:bins=8 | loss/eps | 1.000000 | ok |" in markdown
+    assert "seed 3" in markdown and "16 neighbouring pairs per ε" in markdown
+
+
+class SamplesOnlyRelease(Release):
+    """A release that can sample but has no cdf."""
+
+    def __init__(self, lower: float, upper: float) -> None:
+        self.lower, self.upper, self.n, self.true_value = lower, upper, 0, lower
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.uniform(self.lower, self.upper, size)
+
+    def cdf(self, x: np.ndarray | float) -> np.ndarray:
+        raise NotImplementedError("sampling only")
+
+
+class SamplesOnly(Duff):
+    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+        return SamplesOnlyRelease(lower, upper)
+
+
+def test_no_cdf_is_skipped_and_errors_are_reported(audit: ModuleType) -> None:
+    options = {"pairs": 4, "max_size": 50, "cells": 20, "seed": 0, "resolution": 1e-15}
+    skipped = audit.audit("samples_only", lambda: SamplesOnly(epsilon=1.0), **options)
+    assert skipped.status == "no cdf: skipped" and not skipped.failed
+
+    def broken() -> Duff:
+        raise RuntimeError("not ready")
+
+    failed = audit.audit("broken", broken, **options)
+    assert failed.status == "ERROR RuntimeError: not ready" and failed.failed
+    unknown = audit.audit("nope", audit.factory_for("nope", {}, 1.0, 1e-6), **options)
+    assert unknown.status.startswith("ERROR ValueError: name: unknown mechanism 'nope'")
+    assert audit.parse_spec("quantile_em:alpha=0.3,neighbours=replace_one") == (
+        "quantile_em",
+        {"alpha": 0.3, "neighbours": "replace_one"},
+    )
+    assert audit.main(["--target", "json.JSONDecoder", "--pairs", "2", "--epsilons", "1"]) == 1
+    with pytest.raises(SystemExit):
+        audit.main(["--output", "audit.txt"])
