@@ -210,7 +210,7 @@ class OpenDPQuantile(PeerMechanism):
         delta: float | None = None,
         bounding: str = "clip",
         alpha: float = 0.5,
-        candidates: int = 10_001,
+        candidates: int = 100_001,
         selection: str = "permute_and_flip",
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
