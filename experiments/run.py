@@ -65,6 +65,7 @@ from experiments.config import (
 )
 from experiments.datasets import DatasetError
 from experiments.plan import CONF_DIR, Plan, Unit, build_plan
+from experiments.provenance import git_state, package_versions
 from experiments.results import (
     ESTIMATES_FILE,
     RUN_FILE,
@@ -72,11 +73,9 @@ from experiments.results import (
     UNITS_DIR,
     ResultsDirError,
     assemble,
-    git_state,
     load_unit,
     lock_results_dir,
     open_results_dir,
-    package_versions,
     save_unit,
     unit_path,
     write_json_atomic,

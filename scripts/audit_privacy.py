@@ -75,7 +75,8 @@ from typing import Any
 import numpy as np
 
 from experiments.plan import load_target
-from experiments.results import git_state, package_versions, write_text_atomic
+from experiments.provenance import git_state, package_versions
+from experiments.results import write_text_atomic
 from mechanisms import registry
 from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release
 

@@ -11,14 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import results
+from experiments import provenance, results
 from experiments.metrics import error_metrics, estimates_problem
 from experiments.results import (
     SUMMARY_COLUMNS,
     ResultsDirError,
     assemble,
     config_hash,
-    git_state,
     load_unit,
     open_results_dir,
     read_summary,
@@ -144,30 +143,30 @@ def test_unit_files_round_trip_and_assemble(tmp_path: Path) -> None:
 
 
 def test_git_state_outside_a_repository(tmp_path: Path) -> None:
-    assert git_state(tmp_path) == {"commit": None, "dirty": None}
+    assert provenance.git_state(tmp_path) == {"commit": None, "dirty": None}
 
 
 def test_package_versions_record_installed_peers_and_plugin_packages(monkeypatch) -> None:
-    real_version = results.metadata.version
-    installed = {name for name in results.PEER_PACKAGES if results._version(name)}
-    versions = results.package_versions()
-    assert set(versions) == {*results.PACKAGES, *installed}
+    real_version = provenance.metadata.version
+    installed = {name for name in provenance.PEER_PACKAGES if provenance._version(name)}
+    versions = provenance.package_versions()
+    assert set(versions) == {*provenance.PACKAGES, *installed}
     assert versions["numpy"] == np.__version__
     # a module a mechanism comes from adds the distribution that provides it, once
-    with_plugins = results.package_versions(["yaml.loader", "mechanisms.duff", "no_such_mod"])
+    with_plugins = provenance.package_versions(["yaml.loader", "mechanisms.duff", "no_such_mod"])
     assert with_plugins["PyYAML"] == real_version("PyYAML")
     assert set(with_plugins) == {*versions, "PyYAML"}
 
     def version(name: str) -> str:  # only the always-recorded packages are installed
-        if name in results.PACKAGES:
+        if name in provenance.PACKAGES:
             return real_version(name)
-        raise results.metadata.PackageNotFoundError(name)
+        raise provenance.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(results.metadata, "version", version)
-    bare = results.package_versions(["yaml.loader"])
-    assert set(bare) == set(results.PACKAGES)  # absent peers and plug-ins are not listed
-    monkeypatch.setattr(results, "PACKAGES", ("numpy", "no-such-distribution"))
-    assert results.package_versions() == {"numpy": np.__version__, "no-such-distribution": None}
+    monkeypatch.setattr(provenance.metadata, "version", version)
+    bare = provenance.package_versions(["yaml.loader"])
+    assert set(bare) == set(provenance.PACKAGES)  # absent peers and plug-ins are not listed
+    monkeypatch.setattr(provenance, "PACKAGES", ("numpy", "no-such-distribution"))
+    assert provenance.package_versions() == {"numpy": np.__version__, "no-such-distribution": None}
 
 
 # ----------------------------------------------------------------------- metrics

@@ -17,12 +17,12 @@ import pytest
 from conftest import GAUSSIAN, LAPLACE, LAPLACE_WIDE, PROJECT_ROOT, TESTS_DIR, tiny_overrides
 
 from experiments.plan import build_plan
+from experiments.provenance import package_versions
 from experiments.results import (
     ESTIMATES_FILE,
     RUN_FILE,
     SUMMARY_COLUMNS,
     ResultsDirError,
-    package_versions,
     read_summary,
 )
 from experiments.run import main, run
