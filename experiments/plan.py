@@ -2,23 +2,24 @@
 
 A config names its datasets and mechanisms (``datasets=[normal,uniform]``,
 ``mechanisms=[duff,smooth_laplace]``).  Each name is the stem of a YAML file of
-the group directory ``conf/dataset`` or ``conf/mechanism``; an entry may also
-be written inline as a mapping with the same fields.  An unknown name is an
-error listing the valid ones.
+the group directory ``dataset`` or ``mechanism`` of a config directory (the
+package's ``conf/``, after any the user adds with ``--config-dir``); an entry
+may also be written inline as a mapping with the same fields.  An unknown name
+is an error listing the valid ones.  Dataset entries: :mod:`experiments.datasets`.
 
 A mechanism entry (``conf/mechanism/<label>.yaml``)::
 
     label: smooth_laplace_public   # unique; the `mechanism` column of the results
-    name: smooth_laplace           # registry name, for mechanisms.make
-    options: {tuning: public}      # keyword options for mechanisms.make
-    takes_delta: true              # gets delta (checked against requires_delta)
+    name: smooth_laplace           # registry name (mechanisms.get)
+    options: {tuning: public}      # keyword options of the class
 
 A mechanism defined outside the package is named by its class instead, with
 ``_target_: package.module.ClassName`` (Hydra's spelling; ``name`` may then be
 omitted, and must equal the class's ``name`` if given): the class is imported,
 checked to be a :class:`mechanisms.Mechanism` subclass and registered under its
-``name`` if it is not already.  Unpickling an entry (in a joblib worker)
-registers its class again, so such plug-ins need not register themselves.  The
+``name`` if it is not already.  Whether it takes δ is the class's
+``requires_delta`` (an entry's optional ``takes_delta`` must agree).  The plan
+holds the classes themselves, and workers receive them by reference.  The
 ``plugins: [module, ...]`` key imports modules that call
 :func:`mechanisms.register` themselves.
 
@@ -69,16 +70,35 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 @dataclass(frozen=True)
 class MechanismEntry:
-    """One mechanism of a sweep: results label, registry name, options, δ use."""
+    """One mechanism of a sweep: results label, its class, registry name, options, δ use.
+
+    Workers receive the class itself (pickled by reference: unpickling imports its
+    module), so a plug-in needs no registration in them.
+    """
 
     label: str
-    name: str
+    cls: type[mechanisms.Mechanism]
     options: dict[str, Any] = field(default_factory=dict)
-    takes_delta: bool = False
-    module: str = ""
-    """Module defining the registered class; imported in workers so plug-ins resolve."""
     target: str = ""
     """``package.module.ClassName`` of a ``_target_`` entry (empty for registry names)."""
+
+    @property
+    def name(self) -> str:
+        """The class's registry name."""
+        return self.cls.name
+
+    @property
+    def takes_delta(self) -> bool:
+        return bool(self.cls.requires_delta)
+
+    @property
+    def module(self) -> str:
+        """The module that defines the class (its distribution is recorded in run.json)."""
+        return self.cls.__module__
+
+    def configure(self, epsilon: float, delta: float | None) -> mechanisms.Mechanism:
+        """The mechanism at ``(epsilon, delta)`` with this entry's options."""
+        return mechanisms.configure(self.cls, epsilon=epsilon, delta=delta, **self.options)
 
     def describe(self) -> dict[str, Any]:
         """The fields that determine this entry's numbers (``target`` only when set)."""
@@ -89,19 +109,6 @@ class MechanismEntry:
             "takes_delta": self.takes_delta,
         }
         return {**fields, "target": self.target} if self.target else fields
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # Rebuilt through _registered_entry, which registers a _target_ class in
-        # the unpickling process (a joblib worker) before the entry is used there.
-        fields = (self.label, self.name, self.options, self.takes_delta, self.module, self.target)
-        return _registered_entry, fields
-
-
-def _registered_entry(*fields: Any) -> MechanismEntry:
-    entry = MechanismEntry(*fields)
-    if entry.target:
-        load_target(entry.target)
-    return entry
 
 
 @dataclass(frozen=True)
@@ -222,7 +229,7 @@ def _check_constructible(
     for epsilon in epsilons:
         for delta in sorted(deltas, key=lambda d: -1.0 if d is None else d):
             try:
-                mechanisms.make(entry.name, epsilon=epsilon, delta=delta, **entry.options)
+                entry.configure(epsilon, delta)
                 return
             except (TypeError, ValueError) as err:
                 error = err
@@ -322,19 +329,17 @@ def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:
     options = entry.get("options") or {}
     if not isinstance(options, Mapping):
         raise ConfigError(f"mechanism {label!r}: options must be a mapping, got {options!r}")
-    takes_delta = entry.get("takes_delta", False)
-    if not isinstance(takes_delta, bool):
-        raise ConfigError(f"mechanism {label!r}: takes_delta must be true or false")
     try:
         cls = mechanisms.get(name)
     except (ValueError, ImportError) as err:  # ImportError: a peer's extra is missing
         raise ConfigError(f"mechanism {label!r}: {err}") from None
-    if bool(cls.requires_delta) != takes_delta:
+    takes_delta = entry.get("takes_delta", cls.requires_delta)  # the class's, unless stated
+    if takes_delta is not bool(cls.requires_delta):
         raise ConfigError(
-            f"mechanism {label!r}: takes_delta is {takes_delta} but {name!r} has "
+            f"mechanism {label!r}: takes_delta is {takes_delta!r} but {name!r} has "
             f"requires_delta = {cls.requires_delta}"
         )
-    return MechanismEntry(label, name, dict(options), takes_delta, cls.__module__, target)
+    return MechanismEntry(label, cls, dict(options), target)
 
 
 # ----------------------------------------------------------------------- checks

@@ -30,7 +30,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +124,7 @@ def _cell(
     estimates = None
     start = time.perf_counter()
     try:
-        mechanism = mechanisms.make(entry.name, epsilon=epsilon, delta=delta, **entry.options)
+        mechanism = entry.configure(epsilon, delta)
         fields.update(guarantee_fields(mechanism.guarantee, epsilon, delta))
         release = mechanism.release(data, (unit.dataset.lower, unit.dataset.upper))
         sample = release.sample(settings.trials, rng)
@@ -168,7 +167,6 @@ def _identity(unit: Unit, settings: Settings, n: int) -> dict[str, Any]:
 
 def compute_unit(unit: Unit, settings: Settings) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """Rows (one per ε, columns of ``summary.csv``) and, if kept, the estimates of a unit."""
-    import_module(unit.mechanism.module)  # registers plug-in mechanisms in this worker
     data = unit.dataset.data(settings.seed, unit.replicate)
     data.setflags(write=False)
     identity = _identity(unit, settings, int(data.size))

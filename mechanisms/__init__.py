@@ -7,7 +7,7 @@
 """
 
 from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release
-from mechanisms.registry import available, get, make, register
+from mechanisms.registry import available, configure, get, make, register
 
 __all__ = [
     "Guarantee",
@@ -15,6 +15,7 @@ __all__ = [
     "Neighbouring",
     "Release",
     "available",
+    "configure",
     "get",
     "make",
     "register",

@@ -96,12 +96,22 @@ def make(name: str, *, epsilon: float, delta: float | None = None, **options: An
     An option the mechanism does not take is a ``ValueError`` naming it and
     the options it does take, not a bare ``TypeError`` from the constructor.
     """
-    cls = get(name)
+    return configure(get(name), epsilon=epsilon, delta=delta, **options)
+
+
+def configure(
+    cls: type[Mechanism], *, epsilon: float, delta: float | None = None, **options: Any
+) -> Mechanism:
+    """:func:`make` for a class rather than a name (the harness's workers receive classes).
+
+    An option the class does not take is a ``ValueError`` naming it and the
+    options it does take, not a bare ``TypeError`` from the constructor.
+    """
     accepted = _options_of(cls)
     unknown = sorted(set(options) - accepted)
     if unknown:
         raise ValueError(
-            f"options: {name!r} does not take {', '.join(unknown)}; "
+            f"options: {cls.name!r} does not take {', '.join(unknown)}; "
             f"it takes {', '.join(sorted(accepted)) or 'no options'}"
         )
     return cls(epsilon=epsilon, delta=delta, **options)

@@ -60,7 +60,7 @@ def test_figure1_is_the_paper_setting(compose_config) -> None:
         entry = load_entry(CONF_DIR, "mechanism", label)
         assert entry["options"] == {"tuning": tuning}
         assert entry["name"] == label.removesuffix("_public")
-        assert entry["takes_delta"] is True
+        assert mechanism_entry(entry).takes_delta is True
 
 
 def test_smoke_is_tiny(compose_config) -> None:
