@@ -133,7 +133,7 @@ def _cell(
         problem = _check_release(release, sample, truth, unit, settings)
         if problem is None:
             fields["true_value"] = truth
-            fields.update(error_metrics(sample, truth))  # type: ignore[arg-type]
+            fields.update(error_metrics(sample, truth))
             estimates = sample
     except UnitTimeout:
         raise

@@ -9,6 +9,9 @@ defining module (this one, ``conftest``) before making it.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -142,3 +145,19 @@ def compose_config() -> Callable[..., DictConfig]:
         return cfg
 
     return make
+
+
+def start_cli(*args: str, cwd: Path) -> subprocess.Popen:
+    """Start ``python -m experiments.run *args`` in its own session, with this directory's
+    mechanisms as a plug-in; stdout and stderr are captured as text."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT)])}
+    command = [sys.executable, "-m", "experiments.run", *args, "plugins=[conftest]"]
+    return subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )

@@ -6,7 +6,6 @@ import json
 import os
 import platform
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import GAUSSIAN, LAPLACE, LAPLACE_WIDE, PROJECT_ROOT, TESTS_DIR, tiny_overrides
+from conftest import GAUSSIAN, LAPLACE, LAPLACE_WIDE, start_cli, tiny_overrides
 
 from experiments.plan import build_plan
 from experiments.provenance import package_versions
@@ -189,21 +188,6 @@ def test_failing_cells_are_recorded_and_the_sweep_completes(compose_config, tmp_
     assert {f["mechanism"] for f in manifest["failures"]} == {"gauss"}
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.Popen:
-    """``python -m experiments.run *args`` with this directory's mechanisms as a plug-in."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT)])}
-    command = [sys.executable, "-m", "experiments.run", *args, "plugins=[conftest]"]
-    return subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
 MECHANISMS_ARG = (
     "mechanisms=[{label:lap,name:harness_laplace},"
     "{label:gauss,name:harness_gaussian,takes_delta:true}]"
@@ -214,7 +198,7 @@ def test_cli_killed_midway_then_resumed(compose_config, tmp_path) -> None:
     """A sweep killed (SIGKILL) after its first unit resumes to the same numbers."""
     overrides = tiny_overrides(n=20001, replicates=12, trials=20000)
     results = tmp_path / "killed"
-    process = _cli(*overrides, MECHANISMS_ARG, f"results_dir={results}", cwd=tmp_path)
+    process = start_cli(*overrides, MECHANISMS_ARG, f"results_dir={results}", cwd=tmp_path)
     deadline = time.monotonic() + 60
     while not any((results / "units").rglob("*.npz")) and process.poll() is None:
         assert time.monotonic() < deadline

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import GAUSSIAN, LAPLACE, PROJECT_ROOT, TESTS_DIR, tiny_overrides
+from conftest import GAUSSIAN, LAPLACE, PROJECT_ROOT, start_cli, tiny_overrides
 from filelock import FileLock
 
 from experiments.config import ConfigError, available_cores, worker_count
@@ -22,21 +22,6 @@ from experiments.results import LOCK_FILE, RUN_FILE, ResultsDirError, read_summa
 from experiments.run import run
 
 MECHANISMS_ARG = "mechanisms=[{label:lap,name:harness_laplace}]"
-
-
-def cli(*args: str, cwd: Path) -> subprocess.Popen:
-    """``python -m experiments.run *args`` with the tests' mechanisms as a plug-in."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT)])}
-    command = [sys.executable, "-m", "experiments.run", *args, "plugins=[conftest]"]
-    return subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
 
 
 def finished(process: subprocess.Popen, timeout: float = 120) -> tuple[int, str]:
@@ -68,7 +53,7 @@ def test_two_runs_with_different_configs_never_mix(tmp_path) -> None:
     results = tmp_path / "shared"
     args = [*tiny_overrides(n=2001, replicates=20, trials=2000), MECHANISMS_ARG]
     processes = [
-        cli(*args, f"seed={seed}", f"results_dir={results}", cwd=tmp_path) for seed in (1, 2)
+        start_cli(*args, f"seed={seed}", f"results_dir={results}", cwd=tmp_path) for seed in (1, 2)
     ]
     outcomes = [finished(p) for p in processes]
     codes = sorted(code for code, _ in outcomes)
@@ -96,7 +81,7 @@ def test_a_unit_file_of_another_config_is_refused(compose_config, tmp_path) -> N
 def test_the_default_results_dir_is_unique_and_holds_the_log(tmp_path) -> None:
     """Two runs started in the same second get different directories (time + pid)."""
     args = [*tiny_overrides(), MECHANISMS_ARG]
-    processes = [cli(*args, cwd=tmp_path) for _ in range(2)]
+    processes = [start_cli(*args, cwd=tmp_path) for _ in range(2)]
     assert [finished(p)[0] for p in processes] == [0, 0]
     directories = sorted((tmp_path / "results" / "smoke").iterdir())
     assert len(directories) == 2
@@ -118,7 +103,7 @@ def test_the_default_results_dir_is_unique_and_holds_the_log(tmp_path) -> None:
     ],
 )
 def test_stray_keys_are_refused_in_one_line(override, hint, tmp_path) -> None:
-    code, stderr = finished(cli(*tiny_overrides(), MECHANISMS_ARG, override, cwd=tmp_path))
+    code, stderr = finished(start_cli(*tiny_overrides(), MECHANISMS_ARG, override, cwd=tmp_path))
     assert code == 1
     message = stderr.strip()
     assert message.startswith(f"duff-run: error: unknown config key {hint}"), stderr
@@ -142,7 +127,7 @@ def test_help_points_at_the_lists_not_at_groups(tmp_path) -> None:
 def test_a_sweep_with_failed_rows_says_so_and_exits_3(tmp_path) -> None:
     gauss = "mechanisms=[{label:gauss,name:harness_gaussian,takes_delta:true}]"
     args = tiny_overrides(epsilons="[0.5,1.5]")  # the classical bound fails at ε = 1.5
-    code, stderr = finished(cli(*args, gauss, f"results_dir={tmp_path / 'o'}", cwd=tmp_path))
+    code, stderr = finished(start_cli(*args, gauss, f"results_dir={tmp_path / 'o'}", cwd=tmp_path))
     assert code == 3
     assert last_line(stderr) == (
         f"duff-run: done with failures: 4 of 8 rows failed (see the status column of "
@@ -150,15 +135,20 @@ def test_a_sweep_with_failed_rows_says_so_and_exits_3(tmp_path) -> None:
     )
 
 
-def test_ctrl_c_saves_finished_units_and_says_how_to_resume(tmp_path) -> None:
-    results = tmp_path / "out"
+def a_long_sweep_under_way(results: Path) -> tuple[subprocess.Popen, list[psutil.Process]]:
+    """A CLI sweep into ``results`` that has saved its first unit, and its worker processes."""
     overrides = tiny_overrides(n=20001, replicates=40, trials=20000, n_jobs=2)
-    process = cli(*overrides, MECHANISMS_ARG, f"results_dir={results}", cwd=tmp_path)
+    process = start_cli(*overrides, MECHANISMS_ARG, f"results_dir={results}", cwd=results.parent)
     deadline = time.monotonic() + 60
     while not any((results / "units").rglob("*.npz")):
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.01)
-    workers = psutil.Process(process.pid).children(recursive=True)
+    return process, psutil.Process(process.pid).children(recursive=True)
+
+
+def test_ctrl_c_saves_finished_units_and_says_how_to_resume(tmp_path) -> None:
+    results = tmp_path / "out"
+    process, workers = a_long_sweep_under_way(results)
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: the whole process group
     code, stderr = finished(process)
     assert code == 130
@@ -173,13 +163,7 @@ def test_ctrl_c_saves_finished_units_and_says_how_to_resume(tmp_path) -> None:
 
 def test_workers_end_when_the_main_process_is_killed(tmp_path) -> None:
     results = tmp_path / "out"
-    overrides = tiny_overrides(n=20001, replicates=40, trials=20000, n_jobs=2)
-    process = cli(*overrides, MECHANISMS_ARG, f"results_dir={results}", cwd=tmp_path)
-    deadline = time.monotonic() + 60
-    while not any((results / "units").rglob("*.npz")):
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.01)
-    workers = psutil.Process(process.pid).children(recursive=True)
+    process, workers = a_long_sweep_under_way(results)
     assert workers
     process.kill()  # kill -9 of the main process alone
     process.communicate()

@@ -69,7 +69,8 @@ def reference_log_probabilities(
 
     Duff: ``ε·u_d/2`` with ``u_d`` of :func:`mechanisms.duff.utility` (Definition 8,
     sensitivity 1).  Quantile EM at α = 1/2, add/remove: ``ε·u/(2Δu)`` with
-    ``u = -|#below/2 - #above/2|`` and ``Δu = 1/2`` ("The Exponential Mechanism for Medians", eq. 2.2, Thm 3).
+    ``u = -|#below/2 - #above/2|`` and ``Δu = 1/2`` ("The Exponential Mechanism for
+    Medians", eq. 2.2, Thm 3).
     Zero-length gaps get ``-inf``.
     """
     edges = np.concatenate(([lower], sorted_x, [upper]))
