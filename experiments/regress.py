@@ -51,14 +51,21 @@ config; each cell's config hash covers what determines that cell's numbers
 candidate is refused unless every baseline cell is present with the same cell
 config (a superset sweep is accepted, its extra cells ignored).
 
-Exit status: 0 all cells hold, 1 a cell failed, 2 usage or input error (message
+**Inputs.**  A candidate is read by :func:`experiments.results_reader.load`: a
+``summary.csv`` cut short, corrupt, or not one row per cell of its ``run.json``
+plan is an input error, never a failed cell.  A baseline is refused when a number
+is not one :func:`make_baseline` can write (a non-finite, negative or zero
+error or tolerance, fewer than 2 replicates, or an ``se_log`` / tolerance that does
+not follow from its row by the formulas above): a tolerance of ``inf`` would
+switch its cell's test off.  Either message names the file, line and column.
+
+Exit status: 0 all cells hold, 1 a cell failed, 2 usage or input error (one line
 on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -73,11 +80,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from experiments import results_reader
 from experiments.datasets import DatasetError
 from experiments.plan import CONF_DIR, ConfigError, build_plan
 from experiments.results import (
     RUN_FILE,
-    SUMMARY_COLUMNS,
     SUMMARY_FILE,
     ResultsDirError,
     config_hash,
@@ -102,7 +109,7 @@ BASELINE_COLUMNS = (
     "config_hash",
 )
 EXACT = ("epsilon", "mean_abs_error", "replicate_sd", "se_log", "tolerance")
-"""Float columns read as text and parsed by :class:`float` (exact round trip)."""
+"""Float columns of the baseline, parsed by :class:`float` (exact round trip)."""
 SHOWN_ROWS = 40
 SCRATCH = Path("/dev/shm")
 
@@ -187,90 +194,39 @@ class Candidate:
     config_hash: str
 
 
-def read_summary_csv(path: Path) -> pd.DataFrame:
-    """``summary.csv`` with exact floats; its columns must be :data:`SUMMARY_COLUMNS`."""
-    text = ("dataset", "subset", "mechanism", "status")
-    try:
-        summary = pd.read_csv(path, dtype=dict.fromkeys((*text, "epsilon", "mean_abs_error"), str))
-    except (OSError, ValueError) as err:
-        raise GateInputError(f"cannot read {path}: {err}") from None
-    if tuple(summary.columns) != SUMMARY_COLUMNS:
-        missing = [c for c in SUMMARY_COLUMNS if c not in summary.columns]
-        extra = [c for c in summary.columns if c not in SUMMARY_COLUMNS]
-        raise GateInputError(
-            f"{path} does not have the columns of this harness's summary.csv "
-            f"(missing: {', '.join(missing) or '-'}; unexpected: {', '.join(extra) or '-'}"
-            f"{'' if missing or extra else '; order differs'})"
-        )
-    summary["subset"] = summary["subset"].fillna("")
-    summary["status"] = summary["status"].fillna("")
-    _exact_floats(summary, path, ("epsilon", "mean_abs_error"))
-    try:
-        summary["replicate"] = pd.to_numeric(summary["replicate"]).astype(np.int64)
-    except (TypeError, ValueError) as err:
-        raise GateInputError(f"{path}: a numeric column holds non-numbers ({err})") from None
-    return summary
-
-
-def _exact_floats(table: pd.DataFrame, path: Path, columns: Sequence[str]) -> None:
-    """Parse ``columns`` (read as text) with :class:`float`: exact, unlike some pandas parsers."""
-    for column in columns:
-        try:
-            table[column] = np.array([float(v) for v in table[column]], dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise GateInputError(f"{path}: column {column} holds a non-number ({err})") from None
-
-
 def read_candidate(path: Path) -> Candidate:
-    """Read a results directory (or its ``summary.csv``) and its ``run.json``."""
+    """A complete run's cell statistics: a results directory, or its ``summary.csv``.
+
+    The directory is read by :func:`experiments.results_reader.load`, which refuses
+    a ``run.json`` whose numbers do not match its hash and a ``summary.csv`` that is
+    truncated, corrupt or not one row per cell of the run's plan.
+    """
     path = Path(path)
-    summary_path = path / SUMMARY_FILE if path.is_dir() else path
-    run_path = summary_path.parent / RUN_FILE
-    if not summary_path.is_file():
-        raise GateInputError(f"candidate {path}: no {SUMMARY_FILE} there")
-    try:
-        manifest = json.loads(run_path.read_text(encoding="utf-8"))
-        digest, numbers = manifest["config_hash"], manifest["numbers"]
-        status = manifest.get("status")
-    except FileNotFoundError:
+    directory = path.parent if path.name == SUMMARY_FILE and path.is_file() else path
+    if not directory.is_dir():
+        raise GateInputError(f"candidate {path}: not a results directory or its {SUMMARY_FILE}")
+    results = results_reader.load(directory)
+    if results.manifest.get("status") != "complete":
         raise GateInputError(
-            f"candidate {path}: no {RUN_FILE} next to {SUMMARY_FILE}; the gate needs it to "
-            "check which config produced the numbers"
-        ) from None
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise GateInputError(f"candidate {path}: {RUN_FILE} is unreadable ({err!r})") from None
-    if status != "complete":
-        raise GateInputError(f"candidate {path}: the run is not complete ({RUN_FILE} status)")
-    try:
-        consistent = config_hash(numbers) == digest
-    except (TypeError, ValueError):
-        consistent = False
-    if not consistent:
-        raise GateInputError(f"candidate {path}: {RUN_FILE} config_hash does not match its numbers")
-    return Candidate(cell_statistics(read_summary_csv(summary_path), numbers), digest)
+            f"candidate {directory / RUN_FILE}: the run is not complete (status "
+            f"{results.manifest.get('status')!r}); finish it by rerunning with its results_dir"
+        )
+    return Candidate(cell_statistics(results.summary, results.numbers), results.config_hash)
 
 
 def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per cell: replicates, failed rows, m̄ and the replicate SD, cell hash."""
+    """One row per cell: replicates, failed rows, m̄ and the replicate SD, cell hash.
+
+    ``summary`` holds one row per replicate of every cell of ``numbers``' plan
+    (:func:`experiments.results_reader.load` checks it).
+    """
     hashes = cell_hashes(numbers)
     rows = []
     for (dataset, subset, label, epsilon), group in summary.groupby(list(CELL), sort=False):
-        dataset_id = f"{dataset}/{subset}" if subset else dataset
-        name = f"{dataset_id}/{label}/eps={epsilon:g}"
-        known = hashes.get((dataset_id, label, float(epsilon)))
-        if known is None:
-            raise GateInputError(f"summary.csv has rows of cell {name}, absent from run.json")
-        digest, replicates = known
-        if sorted(group["replicate"]) != list(range(replicates)):
-            raise GateInputError(
-                f"cell {name}: expected one row per replicate 0..{replicates - 1}, "
-                f"got {len(group)} rows"
-            )
+        digest, replicates = hashes[(f"{dataset}/{subset}" if subset else dataset, label, epsilon)]
         group = group.sort_values("replicate")
         ok = (group["status"] == "ok").to_numpy()
         errors = group["mean_abs_error"].to_numpy()[ok]
-        if not np.all(np.isfinite(errors)):
-            raise GateInputError(f"cell {name}: a row with status ok has a non-finite error")
         failed = int(np.count_nonzero(~ok))
         mean = math.fsum(errors) / errors.size if errors.size else math.nan
         rows.append(
@@ -329,36 +285,61 @@ def write_baseline(path: Path, baseline: pd.DataFrame) -> None:
     write_text_atomic(path, baseline.to_csv(index=False))
 
 
+def _consistent_tolerance(baseline: pd.DataFrame) -> pd.Series:
+    """Which rows have the tolerance :func:`tolerances` gives their ``se_log``."""
+    expected = tolerances(baseline["se_log"].to_numpy(), len(baseline))
+    same = np.isclose(baseline["tolerance"], expected, rtol=1e-12, atol=0.0)
+    return pd.Series(same, index=baseline.index)
+
+
+def _consistent_se_log(baseline: pd.DataFrame) -> pd.Series:
+    """Which rows have ``se_log = s / (√R · m̄)`` (delta method, module docstring)."""
+    root = np.sqrt(baseline["replicates"].to_numpy(dtype=np.float64))
+    expected = baseline["replicate_sd"] / (root * baseline["mean_abs_error"])
+    same = np.isclose(baseline["se_log"], expected, rtol=1e-12, atol=0.0)
+    return pd.Series(same, index=baseline.index)
+
+
+BASELINE_SPEC = results_reader.TableSpec(
+    "a regression baseline", BASELINE_COLUMNS, floats=EXACT, ints=("replicates",)
+)
+BASELINE_CHECKS: tuple[results_reader.Check, ...] = (
+    results_reader.at_least("epsilon", strict=True),
+    ("replicates", "below 2 (no replicate SD)", lambda f: f["replicates"] >= 2),
+    results_reader.at_least("mean_abs_error", strict=True),
+    results_reader.at_least("replicate_sd"),
+    results_reader.at_least("se_log"),
+    results_reader.at_least("tolerance", strict=True),
+    ("se_log", "not replicate_sd / (√replicates · mean_abs_error)", _consistent_se_log),
+    ("tolerance", "not max(MIN_EFFECT, z·√2·se_log) over these cells", _consistent_tolerance),
+    ("cell_hash", "empty", lambda f: f["cell_hash"] != ""),
+)
+"""Every row of a baseline: numbers :func:`make_baseline` can write, and only those."""
+
+
 def read_baseline(path: Path) -> pd.DataFrame:
-    """Read and check a baseline written by :func:`write_baseline` (index: :data:`CELL`)."""
+    """Read and check a baseline written by :func:`write_baseline` (index: :data:`CELL`).
+
+    A non-finite, negative or inconsistent number (say a tolerance of ``inf``,
+    which would switch the cell's test off) is refused, naming its line and column.
+    """
     if not Path(path).is_file():
         raise GateInputError(
             f"no baseline at {path}; create it with: python -m experiments.regress --update"
         )
-    text = ("dataset", "subset", "mechanism", "cell_hash", "config_hash")
+    remedy = "regenerate it with --update"
     try:
-        baseline = pd.read_csv(path, dtype=dict.fromkeys((*text, *EXACT), str))
-    except (OSError, ValueError) as err:
-        raise GateInputError(f"cannot read baseline {path}: {err}") from None
-    if tuple(baseline.columns) != BASELINE_COLUMNS:
-        raise GateInputError(
-            f"baseline {path} has columns {list(baseline.columns)}, expected "
-            f"{list(BASELINE_COLUMNS)}; regenerate it with --update"
-        )
-    baseline["subset"] = baseline["subset"].fillna("")
-    _exact_floats(baseline, path, EXACT)
-    if (
-        baseline.empty
-        or baseline["config_hash"].nunique() != 1
-        or baseline.duplicated(list(CELL)).any()
-        or not (baseline["mean_abs_error"] > 0).all()
-        or not (baseline["tolerance"] > 0).all()
-    ):
-        raise GateInputError(
-            f"baseline {path} is inconsistent (empty, mixed configs, duplicate cells or "
-            "non-positive errors/tolerances); regenerate it with --update"
-        )
-    return baseline.set_index(list(CELL)).sort_index()
+        baseline = results_reader.parse_table(Path(path), BASELINE_SPEC)
+        results_reader.check_rows(baseline, BASELINE_CHECKS, Path(path))
+    except results_reader.ResultsError as err:
+        raise GateInputError(f"baseline {err}; {remedy}") from None
+    if baseline.empty or baseline["config_hash"].nunique() != 1:
+        raise GateInputError(f"baseline {path} is empty or mixes configs; {remedy}")
+    duplicated = baseline.duplicated(list(CELL))
+    if duplicated.any():
+        line = baseline.loc[duplicated, "line"].iloc[0]
+        raise GateInputError(f"baseline {path}: line {line} repeats an earlier cell; {remedy}")
+    return baseline.drop(columns="line").set_index(list(CELL)).sort_index()
 
 
 # ---------------------------------------------------------------- comparison
@@ -437,6 +418,44 @@ def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool =
     return Report(report, ignored=len(cells) - len(shared))
 
 
+def _moved_lines(moved: pd.DataFrame, cells: int) -> list[str]:
+    """The aligned table of the cells that moved (worst first) and the verdicts' notes."""
+    lines = [f"cells that moved ({len(moved)} of {cells}):"]
+    table = [("dataset", "mechanism", "eps", "baseline", "now", "ratio", "allowed", "verdict")]
+    for key, row in moved.head(SHOWN_ROWS).iterrows():
+        dataset, subset, label, epsilon = key
+        if row["verdict"] == "FAILED":
+            now, ratio = f"{row['failed']}/{row['replicates']} rows failed", "-"
+        else:
+            now, ratio = f"{row['now']:.5g}", f"{row['ratio']:.3f}"
+        tol = row["tolerance"]
+        table.append(
+            (
+                f"{dataset}{'/' + subset if subset else ''}",
+                label,
+                f"{epsilon:g}",
+                f"{row['baseline']:.5g}",
+                now,
+                ratio,
+                f"{math.exp(-tol):.3f}..{math.exp(tol):.3f}",
+                row["verdict"],
+            )
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines += [
+        ("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True))).rstrip()
+        for r in table
+    ]
+    if len(moved) > SHOWN_ROWS:
+        lines.append(f"  ... and {len(moved) - SHOWN_ROWS} more moved cells")
+    for verdict, note in VERDICT_NOTES.items():
+        hits = moved[moved["verdict"] == verdict]
+        if len(hits):
+            example = hits["status_example"].iloc[0] if verdict == "FAILED" else ""
+            lines.append(f"{verdict}: {note}" + (f" First status: {example!r}" if example else ""))
+    return lines
+
+
 def render(report: Report, *, seconds: float | None = None) -> str:
     """The table of cells that moved, notes on the failing verdicts, and a one-line summary."""
     cells = report.cells
@@ -447,43 +466,7 @@ def render(report: Report, *, seconds: float | None = None) -> str:
     moved = moved.assign(_severity=severity).sort_values(
         "_severity", ascending=False, kind="stable"
     )
-    lines = []
-    if len(moved):
-        lines.append(f"cells that moved ({len(moved)} of {len(cells)}):")
-        table = [("dataset", "mechanism", "eps", "baseline", "now", "ratio", "allowed", "verdict")]
-        for key, row in moved.head(SHOWN_ROWS).iterrows():
-            dataset, subset, label, epsilon = key
-            if row["verdict"] == "FAILED":
-                now, ratio = f"{row['failed']}/{row['replicates']} rows failed", "-"
-            else:
-                now, ratio = f"{row['now']:.5g}", f"{row['ratio']:.3f}"
-            tol = row["tolerance"]
-            table.append(
-                (
-                    f"{dataset}{'/' + subset if subset else ''}",
-                    label,
-                    f"{epsilon:g}",
-                    f"{row['baseline']:.5g}",
-                    now,
-                    ratio,
-                    f"{math.exp(-tol):.3f}..{math.exp(tol):.3f}",
-                    row["verdict"],
-                )
-            )
-        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-        lines += [
-            ("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True))).rstrip()
-            for r in table
-        ]
-        if len(moved) > SHOWN_ROWS:
-            lines.append(f"  ... and {len(moved) - SHOWN_ROWS} more moved cells")
-        for verdict, note in VERDICT_NOTES.items():
-            hits = moved[moved["verdict"] == verdict]
-            if len(hits):
-                example = hits["status_example"].iloc[0] if verdict == "FAILED" else ""
-                lines.append(
-                    f"{verdict}: {note}" + (f" First status: {example!r}" if example else "")
-                )
+    lines = _moved_lines(moved, len(cells)) if len(moved) else []
     counts = cells["verdict"].value_counts()
     identical = int(cells["identical"].sum())
     exact = f"{identical}/{len(cells)} cells identical to the baseline (exact reproduction)"
@@ -608,7 +591,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         _parser().error("overrides describe the sweep to run; --candidate has already run")
     try:
         return _update(args) if args.update else _check(args)
-    except (GateInputError, ConfigError, DatasetError, ResultsDirError) as err:
+    except (
+        GateInputError,
+        ConfigError,
+        DatasetError,
+        ResultsDirError,
+        results_reader.ResultsError,
+    ) as err:
         print(f"duff-regress: error: {err}", file=sys.stderr)
         return 2
 

@@ -1,67 +1,104 @@
-"""Shared look of every figure and table: mechanism label -> name, colour, line, marker.
+"""Shared look of every figure and table: what a mechanism *is* -> name, colour, line, marker.
 
-This module is the single place that maps a mechanism label (the ``mechanism``
-column of ``summary.csv``) to what a reader sees.  Figure scripts import it as
-``import figure_style`` (the scripts directory is on ``sys.path`` when a script
-runs).
+This module is the single place that decides what a reader sees for a
+mechanism.  Figure scripts import it as ``import figure_style`` (the scripts
+directory is on ``sys.path`` when a script runs).  The look follows from the
+data of the run, never from the label's spelling:
 
-* Known labels have fixed names and colours (Duff paper, section 6, names the
-  baselines SmoothSens_ε, SmoothSens_ε,δ and LaplaceLN).
-* ``<label>_public`` is the variant of ``<label>`` whose parameters are chosen
-  from public information only: same colour and marker, dashed line.
-* Any other label gets a colour and marker chosen deterministically from its
-  text (CRC-32, not Python's salted ``hash``), so a plug-in mechanism looks the
-  same in every figure and every run.
+* the **family**, from the registry name and the options recorded in
+  ``run.json`` (:data:`FAMILIES`; e.g. ``laplace_ln`` with ``target: approx_dp``
+  is "LaplaceLN, (ε, δ)-matched"), fixes the name, colour and marker.  The Duff
+  paper, section 6, names the baselines SmoothSens_ε, SmoothSens_ε,δ and LaplaceLN;
+* the ``private`` column of ``summary.csv`` tells a tuned family's two variants
+  apart: parameters tuned on the private data (the paper's "oracle" choice,
+  ``private`` False) are drawn plain, parameters chosen from public information
+  only (``private`` True) dashed, named "…, public tuning";
+* the ``neighbouring`` column: a built-in family run with ``replace_one``
+  neighbours (for the smooth-sensitivity mechanisms, the smooth sensitivity of
+  Nissim, Raskhodnikova & Smith, "Smooth sensitivity and sampling in private data
+  analysis", NRS07) keeps its marker and hue, in a lighter tint, dash-dotted,
+  named "…, NRS07 replace-one SS";
+* any other mechanism (a plug-in) is named by its label and gets a colour and
+  marker chosen from the label's text (CRC-32, not Python's salted ``hash``),
+  so it looks the same in every figure and every run.
 
-:func:`save_figure` writes every figure the same way: PNG at :data:`DPI` and a
-PDF without a creation date, so redrawing the same results gives the same files.
+:func:`palette` builds the :class:`Palette` of a results directory (read by
+:func:`experiments.results_reader.load`).  :func:`save_figure` writes every
+figure the same way: PNG at :data:`DPI` and a PDF without a creation date, so
+redrawing the same results gives the same files.
 """
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 
+from experiments.results_reader import MechanismInfo, Results
+
 DPI = 150
+REPLACE_ONE = "replace_one"
+TINT = 0.45
+"""How far a replace-one variant's colour is moved towards white."""
 
-PUBLIC_SUFFIX = "_public"
 
-KNOWN_NAMES: dict[str, str] = {
-    "duff": "Duff (EM)",
-    "quantile_em": "Quantile EM",
-    "smooth_cauchy": "SmoothSens_ε (Cauchy)",
-    "smooth_laplace": "SmoothSens_ε,δ (Laplace)",
-    "laplace_ln": "LaplaceLN",
-    "laplace_ln_matched": "LaplaceLN, (ε, δ)-matched",
-}
-"""Display names of the built-in mechanisms, in the order they are drawn."""
+@dataclass(frozen=True)
+class Family:
+    """Mechanisms drawn alike: one registry name, narrowed by some option values."""
 
-KNOWN_COLOURS: dict[str, str] = {
-    "duff": "#1f77b4",
-    "quantile_em": "#17becf",
-    "smooth_cauchy": "#ff7f0e",
-    "smooth_laplace": "#2ca02c",
-    "laplace_ln": "#d62728",
-    "laplace_ln_matched": "#7b0d1e",
-}
+    key: str
+    registry_name: str
+    name: str
+    colour: str
+    marker: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    """Option values that define the family (all must be recorded in run.json)."""
+    tuned: bool = False
+    """Has a private ("public") and a non-private ("oracle") tuning of its parameters."""
+    smooth: bool = False
+    """Noise scaled to a smooth sensitivity (replace-one neighbours: NRS07's)."""
 
-KNOWN_MARKERS: dict[str, str] = {
-    "duff": "o",
-    "quantile_em": "D",
-    "smooth_cauchy": "s",
-    "smooth_laplace": "^",
-    "laplace_ln": "v",
-    "laplace_ln_matched": "d",
-}
+
+FAMILIES: tuple[Family, ...] = (
+    Family("duff", "duff", "Duff (EM)", "#1f77b4", "o"),
+    Family("quantile_em", "quantile_em", "Quantile EM", "#17becf", "D"),
+    Family("smooth_cauchy", "smooth_cauchy", "SmoothSens_ε (Cauchy)", "#ff7f0e", "s", smooth=True),
+    Family(
+        "smooth_laplace",
+        "smooth_laplace",
+        "SmoothSens_ε,δ (Laplace)",
+        "#2ca02c",
+        "^",
+        tuned=True,
+        smooth=True,
+    ),
+    Family("laplace_ln", "laplace_ln", "LaplaceLN", "#d62728", "v", tuned=True, smooth=True),
+    Family(
+        "laplace_ln_matched",
+        "laplace_ln",
+        "LaplaceLN, (ε, δ)-matched",
+        "#7b0d1e",
+        "d",
+        options={"target": "approx_dp"},
+        tuned=True,
+        smooth=True,
+    ),
+)
+"""The built-in families, in drawing order."""
 
 FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#843c39")
-"""Colours for unknown labels: none of them is used by a known label."""
+"""Colours for plug-in mechanisms: none of them is used by a built-in family."""
 
 FALLBACK_MARKERS = ("P", "X", "*", "h", "<", ">", "p")
+
+LINESTYLES = {(False, False): "-", (True, False): "--", (False, True): "-.", (True, True): ":"}
+"""Line style by (public tuning, replace-one variant)."""
 
 DATASET_TITLES: dict[str, str] = {
     "normal": "N(0, 1)",
@@ -82,52 +119,142 @@ class Style:
     marker: str
 
 
+@dataclass(frozen=True)
+class Kind:
+    """What the mechanism behind a label is, from the run's data."""
+
+    label: str
+    family: Family
+    private: bool
+    """The ``private`` column (False: parameters tuned on the private data)."""
+    neighbouring: str
+    """The ``neighbouring`` column (``""`` when unknown)."""
+
+    @property
+    def known(self) -> bool:
+        """A built-in family (:data:`FAMILIES`), not a plug-in."""
+        return self.family in FAMILIES
+
+    @property
+    def public_tuning(self) -> bool:
+        return self.family.tuned and self.private
+
+    @property
+    def replace_one(self) -> bool:
+        """A built-in family run with replace-one neighbours (NRS07's sensitivity)."""
+        return self.known and self.neighbouring == REPLACE_ONE
+
+    @property
+    def oracle(self) -> bool:
+        """Parameters tuned on the private data (the Duff paper's choice), or untuned."""
+        return not self.family.tuned or not self.private
+
+
 def _stable_index(text: str, size: int) -> int:
     return zlib.crc32(text.encode("utf-8")) % size
 
 
-def base_label(label: str) -> str:
-    """``label`` without the ``_public`` suffix (``"laplace_ln_public"`` -> ``"laplace_ln"``)."""
-    if label.endswith(PUBLIC_SUFFIX) and len(label) > len(PUBLIC_SUFFIX):
-        return label[: -len(PUBLIC_SUFFIX)]
-    return label
+def family(key: str) -> Family:
+    """The built-in family with :attr:`Family.key` ``key``."""
+    for candidate in FAMILIES:
+        if candidate.key == key:
+            return candidate
+    raise ValueError(f"family: no built-in family {key!r}")
 
 
-def is_public_variant(label: str) -> bool:
-    """True for ``<label>_public``, the publicly tuned variant of ``<label>``."""
-    return base_label(label) != label
+def family_of(registry_name: str, options: Mapping[str, object], label: str) -> Family:
+    """The most specific built-in family of a mechanism; a per-label one for plug-ins."""
+    matches = [
+        f
+        for f in FAMILIES
+        if f.registry_name == registry_name
+        and all(options.get(k) == v for k, v in f.options.items())
+    ]
+    if matches:
+        return max(matches, key=lambda f: len(f.options))
+    colour = FALLBACK_COLOURS[_stable_index(label, len(FALLBACK_COLOURS))]
+    return Family(
+        label,
+        registry_name,
+        label,
+        colour,
+        FALLBACK_MARKERS[_stable_index(label, len(FALLBACK_MARKERS))],
+    )
 
 
-def style(label: str) -> Style:
-    """The display name, colour, line style and marker of mechanism ``label``."""
-    if not isinstance(label, str) or not label:
-        raise ValueError(f"label: expected a non-empty string, got {label!r}")
-    base = base_label(label)
-    if base in KNOWN_NAMES:
-        name = KNOWN_NAMES[base]
-        colour = KNOWN_COLOURS[base]
-        marker = KNOWN_MARKERS[base]
-    else:
-        name = base
-        colour = FALLBACK_COLOURS[_stable_index(base, len(FALLBACK_COLOURS))]
-        marker = FALLBACK_MARKERS[_stable_index(base, len(FALLBACK_MARKERS))]
-    if is_public_variant(label):
-        return Style(label, f"{name}, public tuning", colour, "--", marker)
-    return Style(label, name, colour, "-", marker)
+def kind_of(info: MechanismInfo, private: bool | None, neighbouring: str | None) -> Kind:
+    """The :class:`Kind` of a run.json entry, given its rows' ``private`` and
+    ``neighbouring`` values (None when it has no ok row: then its options decide)."""
+    if private is None:
+        private = info.options.get("tuning") != "oracle"
+    if neighbouring is None:
+        neighbouring = str(info.options.get("neighbours", ""))
+    family = family_of(info.name, info.options, info.label)
+    return Kind(info.label, family, private, neighbouring)
 
 
-def display_name(label: str) -> str:
-    """The name a reader sees for mechanism ``label`` (e.g. ``"duff"`` -> ``"Duff (EM)"``)."""
-    return style(label).name
+def tint(colour: str, amount: float = TINT) -> str:
+    """``colour`` moved ``amount`` of the way towards white."""
+    rgb = np.asarray(to_rgb(colour))
+    return to_hex(rgb + (1.0 - rgb) * amount)
 
 
-def sort_key(label: str) -> tuple[int, str, int]:
-    """Drawing order: built-ins in :data:`KNOWN_NAMES` order, then unknown labels
-    alphabetically; each label just before its public variant."""
-    base = base_label(label)
-    order = list(KNOWN_NAMES)
-    rank = order.index(base) if base in KNOWN_NAMES else len(order)
-    return (rank, base, int(is_public_variant(label)))
+def style_of(kind: Kind) -> Style:
+    """The display name, colour, line style and marker of a mechanism."""
+    family, name = kind.family, kind.family.name
+    if kind.public_tuning:
+        name += ", public tuning"
+    elif not kind.private and not family.tuned:
+        name += ", tuned on the data"
+    if kind.replace_one:
+        name += ", NRS07 replace-one SS" if family.smooth else ", replace-one"
+    colour = tint(family.colour) if kind.replace_one else family.colour
+    linestyle = LINESTYLES[kind.public_tuning, kind.replace_one]
+    return Style(kind.label, name, colour, linestyle, family.marker)
+
+
+@dataclass(frozen=True)
+class Palette:
+    """The look of every mechanism label of one run."""
+
+    kinds: Mapping[str, Kind]
+
+    def kind(self, label: str) -> Kind:
+        if label not in self.kinds:
+            raise ValueError(f"label: {label!r} is not a mechanism of this run")
+        return self.kinds[label]
+
+    def style(self, label: str) -> Style:
+        return style_of(self.kind(label))
+
+    def name(self, label: str) -> str:
+        """The name a reader sees for ``label`` (e.g. ``"duff"`` -> ``"Duff (EM)"``)."""
+        return self.style(label).name
+
+    def sort_key(self, label: str) -> tuple[int, str, bool, bool, str]:
+        """Drawing order: built-in families in :data:`FAMILIES` order, then plug-ins by
+        label; in a family the oracle/add-remove variant first."""
+        kind = self.kind(label)
+        rank = FAMILIES.index(kind.family) if kind.known else len(FAMILIES)
+        return (rank, kind.family.name, kind.replace_one, kind.public_tuning, label)
+
+    def labels(self, family: str) -> list[str]:
+        """The labels of built-in family ``family`` (a :attr:`Family.key`), in drawing order."""
+        found = [k.label for k in self.kinds.values() if k.known and k.family.key == family]
+        return sorted(found, key=self.sort_key)
+
+
+def palette(results: Results) -> Palette:
+    """The :class:`Palette` of a results directory: each label's kind from its run.json
+    entry and the ``private`` / ``neighbouring`` values of its ok rows."""
+    ok = results.summary.loc[results.summary["status"] == "ok"]
+    kinds = {}
+    for label, info in results.mechanisms.items():
+        rows = ok.loc[ok["mechanism"] == label]
+        private = bool(rows["private"].all()) if len(rows) else None
+        neighbouring = str(rows["neighbouring"].iloc[0]) if len(rows) else None
+        kinds[label] = kind_of(info, private, neighbouring)
+    return Palette(kinds)
 
 
 def dataset_title(dataset: str) -> str:

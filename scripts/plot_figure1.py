@@ -5,10 +5,15 @@ Usage::
     python scripts/plot_figure1.py RESULTS_DIR [--out DIR] [--mechanisms LABEL ...]
                                    [--notes PATH] [--tolerance 0.25] [--bounds [--eta 0.05]]
 
-Input: ``RESULTS_DIR/summary.csv`` written by the harness, one row per
-(dataset, replicate, mechanism, ε, δ); ``mean_abs_error`` is that dataset's mean
-of |T(S) − M(S)| over ``trials`` calls of the mechanism.  Rows whose ``status``
-is not ``"ok"`` are left out and counted on stderr and in the report.
+Input: ``RESULTS_DIR/summary.csv`` and ``run.json`` written by the harness,
+read by :func:`experiments.results_reader.load`, which refuses (exit 2, one line
+naming the file) a summary that is truncated, corrupt, or not one row per
+(dataset, replicate, mechanism, ε) of the plan recorded in ``run.json``.
+``mean_abs_error`` is a dataset's mean of |T(S) − M(S)| over ``trials`` calls of
+the mechanism.  Rows whose ``status`` is not ``"ok"`` are left out and counted on
+stderr and in the report.  Names, colours and line styles follow from what each
+mechanism is (registry name, options, ``private`` and ``neighbouring`` columns;
+:mod:`figure_style`), and so does the reference: the Duff series.
 
 Figure 1 (Duff paper, section 6.1): one panel per source N(0, 1), U(0, 1),
 Beta(0.5, 0.5) (datasets ``normal``, ``uniform``, ``beta``); for each mechanism
@@ -18,8 +23,10 @@ on a log y-axis.  Written as ``figure1.png`` (150 dpi) and ``figure1.pdf``.
 
 ``figure1_ratios.md`` holds, per distribution and ε, each baseline's error
 divided by Duff's (ratio of the two means over datasets), next to the ratios
-the paper quotes for N(0, 1); the absolute errors; the privacy guarantee each
-mechanism actually gives (``guarantee_*`` and ``rho`` columns of the summary);
+the paper quotes for N(0, 1) (matched to every series of the quoted mechanism
+with the paper's tuning, whatever its label and neighbours); the absolute
+errors; the privacy guarantee each mechanism actually gives (``guarantee_*``
+and ``rho`` columns of the summary);
 and a section of notes copied verbatim from ``RESULTS_DIR/figure1_notes.md``
 (or ``--notes``).  This script never writes explanations of its own.
 
@@ -55,30 +62,19 @@ import figure_style
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from figure_style import Palette
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from experiments import results_reader
+from experiments.results import SUMMARY_FILE
+
 REFERENCE = "duff"
+"""The family (:attr:`figure_style.Family.key`) every ratio divides by: Duff."""
 FIGURE1_DATASETS = ("normal", "uniform", "beta")
-REQUIRED_COLUMNS = (
-    "dataset",
-    "replicate",
-    "n",
-    "lower",
-    "upper",
-    "mechanism",
-    "epsilon",
-    "delta",
-    "trials",
-    "mean_abs_error",
-    "guarantee_epsilon",
-    "guarantee_delta",
-    "rho",
-    "neighbouring",
-    "private",
-    "status",
-)
+REPORT_FILE = "figure1_ratios.md"
+NOTES_FILE = "figure1_notes.md"
 SERIES = ["dataset", "mechanism", "delta"]
 """A line of the figure: one mechanism at one requested δ on one dataset."""
 
@@ -92,7 +88,9 @@ class PaperRatio:
     """A ratio quoted in the Duff paper, section 6.1: baseline error / Duff error."""
 
     dataset: str
-    mechanism: str
+    family: str
+    """The quoted mechanism (a :attr:`figure_style.Family.key`), with the paper's
+    (oracle) tuning; any neighbours."""
     epsilon: float
     delta_rule: str
     """``"0"`` (δ = 0) or ``"1/n"`` (δ = 1/|S|)."""
@@ -123,56 +121,10 @@ PAPER_SETUP = {
 # --------------------------------------------------------------------------- input
 
 
-def load_summary(path: Path) -> pd.DataFrame:
-    """Read ``summary.csv`` and check that every column this script uses is there."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        frame = pd.read_csv(path, dtype={"dataset": str, "mechanism": str, "status": str})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read as CSV: {err}") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise InputError(f"{path}: missing column(s): {', '.join(missing)}")
-    frame["status"] = frame["status"].fillna("(empty status)").astype(str)
-    return frame
-
-
 def split_failed(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(ok, failed)``: rows with ``status == "ok"`` and all others.
-
-    The numeric columns of the ok rows are checked: ε > 0, δ ≥ 0, n ≥ 1 and a
-    finite, non-negative ``mean_abs_error``.  A blank δ means the mechanism was
-    given none (pure DP) and is read as 0.
-    """
-    is_ok = frame["status"].str.strip() == "ok"
-    ok = frame.loc[is_ok].copy()
-    failed = frame.loc[~is_ok].copy()
-    ok["delta"] = ok["delta"].fillna(0.0)
-    numeric = ("epsilon", "delta", "n", "mean_abs_error", "lower", "upper", "trials")
-    for column in numeric:
-        values = pd.to_numeric(ok[column], errors="coerce")
-        if values.isna().any():
-            rows = list(ok.index[values.isna()][:5])
-            raise InputError(f"column {column}: non-numeric value in ok row(s) {rows}")
-        ok[column] = values.astype(float)
-    checks = {
-        "epsilon": ok["epsilon"] > 0,
-        "delta": ok["delta"] >= 0,
-        "n": ok["n"] >= 1,
-        "mean_abs_error": np.isfinite(ok["mean_abs_error"]) & (ok["mean_abs_error"] >= 0),
-    }
-    for column, good in checks.items():
-        if not good.all():
-            rows = list(ok.index[~good][:5])
-            raise InputError(f"column {column}: invalid value in ok row(s) {rows}")
-    duplicated = ok.duplicated(["dataset", "replicate", "mechanism", "epsilon", "delta"])
-    if duplicated.any():
-        rows = list(ok.index[duplicated][:5])
-        raise InputError(
-            f"duplicate (dataset, replicate, mechanism, epsilon, delta) in ok row(s) {rows}"
-        )
-    return ok, failed
+    """``(ok, failed)``: rows with ``status == "ok"`` and all others."""
+    is_ok = frame["status"] == "ok"
+    return frame.loc[is_ok], frame.loc[~is_ok]
 
 
 def failure_counts(failed: pd.DataFrame) -> pd.DataFrame:
@@ -194,10 +146,22 @@ def report_failed(failed: pd.DataFrame, stream: TextIO) -> None:
         )
 
 
+def reference_label(palette: Palette) -> str:
+    """The label of the run's one Duff series (:data:`REFERENCE`)."""
+    labels = palette.labels(REFERENCE)
+    if len(labels) != 1:
+        found = f"several ({', '.join(labels)})" if labels else "none"
+        raise InputError(f"the ratios need one Duff series as reference; the run has {found}")
+    return labels[0]
+
+
 def select(
-    frame: pd.DataFrame, datasets: Sequence[str], mechanisms: Sequence[str] | None
+    frame: pd.DataFrame,
+    datasets: Sequence[str],
+    mechanisms: Sequence[str] | None,
+    reference: str,
 ) -> pd.DataFrame:
-    """Rows of the Figure 1 ``datasets`` and, if given, of ``mechanisms`` (plus Duff)."""
+    """Rows of the Figure 1 ``datasets`` and, if given, of ``mechanisms`` (plus ``reference``)."""
     rows = frame.loc[frame["dataset"].isin(datasets)]
     if rows.empty:
         raise InputError(f"summary has no rows for dataset(s) {', '.join(datasets)}")
@@ -208,7 +172,7 @@ def select(
             raise InputError(
                 f"--mechanisms: no rows for {', '.join(unknown)} (summary has: {present})"
             )
-        rows = rows.loc[rows["mechanism"].isin([*mechanisms, REFERENCE])]
+        rows = rows.loc[rows["mechanism"].isin([*mechanisms, reference])]
     return rows
 
 
@@ -237,36 +201,44 @@ def aggregate(ok: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
 
 
-def ratios_to_reference(agg: pd.DataFrame) -> pd.DataFrame:
-    """Each baseline's mean error divided by Duff's, per (dataset, ε).
+def ratios_to_reference(agg: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Each baseline's mean error divided by Duff's (label ``reference``), per (dataset, ε).
 
     Columns: dataset, mechanism, delta, epsilon, ``error`` (baseline),
     ``duff_error`` and ``ratio = error / duff_error`` (NaN where Duff was not
     run at that ε).
     """
-    duff = agg.loc[agg["mechanism"] == REFERENCE]
+    duff = agg.loc[agg["mechanism"] == reference]
     if duff.empty:
-        raise InputError(f"no successful '{REFERENCE}' rows: the ratios need Duff as reference")
+        raise InputError(f"no successful '{reference}' rows: the ratios need Duff as reference")
     clash = duff.duplicated(["dataset", "epsilon"])
     if clash.any():
-        raise InputError(f"'{REFERENCE}' was run at several deltas for the same dataset and ε")
-    reference = duff[["dataset", "epsilon", "mean_error"]].rename(
+        raise InputError(f"'{reference}' was run at several deltas for the same dataset and ε")
+    duff_errors = duff[["dataset", "epsilon", "mean_error"]].rename(
         columns={"mean_error": "duff_error"}
     )
-    baselines = agg.loc[agg["mechanism"] != REFERENCE, [*SERIES, "epsilon", "mean_error"]]
+    baselines = agg.loc[agg["mechanism"] != reference, [*SERIES, "epsilon", "mean_error"]]
     merged = baselines.rename(columns={"mean_error": "error"}).merge(
-        reference, on=["dataset", "epsilon"], how="left"
+        duff_errors, on=["dataset", "epsilon"], how="left"
     )
     merged["ratio"] = merged["error"] / merged["duff_error"]
     return merged
 
 
-def compare_with_paper(agg: pd.DataFrame, ratios: pd.DataFrame, tolerance: float) -> pd.DataFrame:
-    """The paper's quoted ratios beside ours.
+def quoted_labels(palette: Palette, quote: PaperRatio) -> list[str]:
+    """Our series of the quoted mechanism with the paper's (oracle) tuning, any neighbours."""
+    return [label for label in palette.labels(quote.family) if palette.kind(label).oracle]
 
-    A quote matches our rows of the same dataset, mechanism and ε (to 1e-9) whose
-    δ follows the quote's rule (δ = 0, or δ·n = 1 on every row).  ``agrees`` is
-    ``|ours / paper − 1| ≤ tolerance``; None where we have no matching run.
+
+def compare_with_paper(
+    agg: pd.DataFrame, ratios: pd.DataFrame, tolerance: float, palette: Palette
+) -> pd.DataFrame:
+    """The paper's quoted ratios beside ours: one row per quote and matching series.
+
+    A quote matches every series of :func:`quoted_labels` on the same dataset and
+    ε (to 1e-9) whose δ follows the quote's rule (δ = 0, or δ·n = 1 on every
+    row); a quote nothing matches gets one row with an empty ``mechanism``.
+    ``agrees`` is ``|ours / paper − 1| ≤ tolerance``; None where we have no run.
     """
     rule_ok = agg[[*SERIES, "epsilon", "delta_is_one_over_n"]]
     table = ratios.merge(rule_ok, on=[*SERIES, "epsilon"], how="left")
@@ -276,26 +248,30 @@ def compare_with_paper(agg: pd.DataFrame, ratios: pd.DataFrame, tolerance: float
         delta_ok = (table["delta"] == 0) if quote.delta_rule == "0" else one_over_n
         match = table.loc[
             (table["dataset"] == quote.dataset)
-            & (table["mechanism"] == quote.mechanism)
+            & table["mechanism"].isin(quoted_labels(palette, quote))
             & np.isclose(table["epsilon"], quote.epsilon, rtol=0.0, atol=1e-9)
             & delta_ok
             & table["ratio"].notna()
         ]
-        ours = float(match["ratio"].iloc[0]) if len(match) == 1 else math.nan
-        delta = float(match["delta"].iloc[0]) if len(match) == 1 else math.nan
-        agrees = None if math.isnan(ours) else bool(abs(ours / quote.ratio - 1) <= tolerance)
-        records.append(
-            {
-                "dataset": quote.dataset,
-                "mechanism": quote.mechanism,
-                "epsilon": quote.epsilon,
-                "paper_delta": quote.delta_rule,
-                "delta": delta,
-                "paper": quote.ratio,
-                "ours": ours,
-                "agrees": agrees,
-            }
+        found = sorted(
+            zip(match["mechanism"], match["delta"], match["ratio"], strict=True),
+            key=lambda row: (palette.sort_key(row[0]), row[1]),
         )
+        for label, delta, ours in found or [("", math.nan, math.nan)]:
+            agrees = bool(abs(ours / quote.ratio - 1) <= tolerance) if label else None
+            records.append(
+                {
+                    "dataset": quote.dataset,
+                    "family": quote.family,
+                    "mechanism": label,
+                    "epsilon": quote.epsilon,
+                    "paper_delta": quote.delta_rule,
+                    "delta": float(delta),
+                    "paper": quote.ratio,
+                    "ours": float(ours),
+                    "agrees": agrees,
+                }
+            )
     return pd.DataFrame.from_records(records)
 
 
@@ -337,20 +313,18 @@ def setup_summary(ok: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- figure
 
 
-def series_label(mechanism: str, delta: float) -> str:
+def series_label(palette: Palette, mechanism: str, delta: float) -> str:
     """Legend text: the display name, with δ when it is not zero."""
-    name = figure_style.display_name(mechanism)
+    name = palette.name(mechanism)
     return name if delta == 0 else f"{name}, δ={delta:g}"
 
 
-def _series_order(agg: pd.DataFrame) -> list[tuple[str, float]]:
+def _series_order(agg: pd.DataFrame, palette: Palette) -> list[tuple[str, float]]:
     pairs = agg[["mechanism", "delta"]].drop_duplicates().itertuples(index=False)
-    return sorted(
-        ((m, float(d)) for m, d in pairs), key=lambda p: (figure_style.sort_key(p[0]), p[1])
-    )
+    return sorted(((m, float(d)) for m, d in pairs), key=lambda p: (palette.sort_key(p[0]), p[1]))
 
 
-def _markers(series: Sequence[tuple[str, float]]) -> dict[tuple[str, float], str]:
+def _markers(series: Sequence[tuple[str, float]], palette: Palette) -> dict[tuple[str, float], str]:
     """Each mechanism's own marker for its first δ; further δ of the same mechanism
     (same colour) get the fallback markers so the lines stay distinguishable."""
     seen: dict[str, int] = {}
@@ -359,12 +333,14 @@ def _markers(series: Sequence[tuple[str, float]]) -> dict[tuple[str, float], str
         index = seen.get(mechanism, 0)
         seen[mechanism] = index + 1
         others = figure_style.FALLBACK_MARKERS
-        own = figure_style.style(mechanism).marker
+        own = palette.style(mechanism).marker
         markers[mechanism, delta] = own if index == 0 else others[(index - 1) % len(others)]
     return markers
 
 
-def draw_figure(agg: pd.DataFrame, datasets: Sequence[str]) -> tuple[Figure, dict[str, Axes]]:
+def draw_figure(
+    agg: pd.DataFrame, datasets: Sequence[str], palette: Palette
+) -> tuple[Figure, dict[str, Axes]]:
     """One panel per dataset: mean error against ε with ±1 sd bars, log y-axis.
 
     Returns the figure and its axes by dataset, so further layers (e.g.
@@ -374,8 +350,8 @@ def draw_figure(agg: pd.DataFrame, datasets: Sequence[str]) -> tuple[Figure, dic
         1, len(datasets), figsize=(4.2 * len(datasets), 3.8), layout="constrained", squeeze=False
     )
     panels = dict(zip(datasets, axes[0], strict=True))
-    series = _series_order(agg)
-    markers = _markers(series)
+    series = _series_order(agg, palette)
+    markers = _markers(series, palette)
     for dataset, ax in panels.items():
         for mechanism, delta in series:
             line = agg.loc[
@@ -385,7 +361,7 @@ def draw_figure(agg: pd.DataFrame, datasets: Sequence[str]) -> tuple[Figure, dic
             ].sort_values("epsilon")
             if line.empty:
                 continue
-            look = figure_style.style(mechanism)
+            look = palette.style(mechanism)
             ax.errorbar(
                 line["epsilon"],
                 line["mean_error"],
@@ -395,8 +371,8 @@ def draw_figure(agg: pd.DataFrame, datasets: Sequence[str]) -> tuple[Figure, dic
                 marker=markers[mechanism, delta],
                 markersize=4,
                 capsize=3,
-                label=series_label(mechanism, delta),
-                zorder=3 if mechanism == REFERENCE else 2,  # Duff stays visible on top
+                label=series_label(palette, mechanism, delta),
+                zorder=3 if palette.kind(mechanism).family.key == REFERENCE else 2,  # Duff on top
             )
         ax.set_yscale("log", nonpositive="clip")
         ax.set_title(figure_style.dataset_title(dataset))
@@ -409,7 +385,8 @@ def draw_figure(agg: pd.DataFrame, datasets: Sequence[str]) -> tuple[Figure, dic
 
 def figure_legend(fig: Figure, panels: dict[str, Axes], rows: int = 2) -> None:
     """(Re)draw the figure's legend below the panels: the measured series (error bars)
-    first, then plain lines (bounds), in ``rows`` rows."""
+    first, then plain lines (bounds), in ``rows`` rows, or more if long names would
+    make it wider than the figure."""
     for legend in list(fig.legends):
         legend.remove()
     handles: dict[str, object] = {}
@@ -417,12 +394,14 @@ def figure_legend(fig: Figure, panels: dict[str, Axes], rows: int = 2) -> None:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
     order = sorted(handles, key=lambda label: isinstance(handles[label], Line2D))
-    fig.legend(
-        [handles[label] for label in order],
-        order,
-        loc="outside lower center",
-        ncols=math.ceil(len(handles) / rows),
-    )
+    renderer = fig.canvas.get_renderer()
+    for ncols in range(math.ceil(len(handles) / rows), 0, -1):
+        legend = fig.legend(
+            [handles[label] for label in order], order, loc="outside lower center", ncols=ncols
+        )
+        if ncols == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
+            return
+        legend.remove()
 
 
 PLOTTED_BOUNDS = ("corollary1", "proposition7", "attempt3")
@@ -442,7 +421,9 @@ def bound_lines(rows: pd.DataFrame) -> pd.DataFrame:
     return plotted.groupby(keys, sort=True)["abs_error"].mean().rename("bound_mean").reset_index()
 
 
-def draw_bounds(fig: Figure, panels: dict[str, Axes], lines: pd.DataFrame, eta: float) -> None:
+def draw_bounds(
+    fig: Figure, panels: dict[str, Axes], lines: pd.DataFrame, eta: float, palette: Palette
+) -> None:
     """Add each mechanism's mean bound as a dashed line in its colour, and redo the legend."""
     for (dataset, mechanism, _), line in lines.groupby(["dataset", "mechanism", "bound"]):
         if dataset not in panels:
@@ -451,10 +432,10 @@ def draw_bounds(fig: Figure, panels: dict[str, Axes], lines: pd.DataFrame, eta: 
         panels[dataset].plot(
             line["epsilon"],
             line["bound_mean"],
-            color=figure_style.style(mechanism).colour,
+            color=palette.style(mechanism).colour,
             linestyle=BOUND_LINESTYLE,
             linewidth=1.2,
-            label=f"{figure_style.display_name(mechanism)}: bound on {1 - eta:g}-quantile",
+            label=f"{palette.name(mechanism)}: bound on {1 - eta:g}-quantile",
         )
     figure_legend(fig, panels, rows=4)
 
@@ -484,8 +465,8 @@ def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def paper_table(comparison: pd.DataFrame, tolerance: float) -> str:
-    """Markdown: paper's quoted ratio, ours, and whether they agree."""
+def paper_table(comparison: pd.DataFrame, tolerance: float, palette: Palette) -> str:
+    """Markdown: paper's quoted ratio, ours (each matching series), and whether they agree."""
     rows = []
     for r in comparison.itertuples(index=False):
         paper_delta = "0" if r.paper_delta == "0" else "1/n"
@@ -493,7 +474,7 @@ def paper_table(comparison: pd.DataFrame, tolerance: float) -> str:
         rows.append(
             [
                 figure_style.dataset_title(r.dataset),
-                figure_style.display_name(r.mechanism),
+                palette.name(r.mechanism) if r.mechanism else figure_style.family(r.family).name,
                 _format_value(r.epsilon),
                 paper_delta,
                 _format_value(r.delta),
@@ -517,15 +498,15 @@ def paper_table(comparison: pd.DataFrame, tolerance: float) -> str:
     return _markdown(header, rows)
 
 
-def ratio_tables(ratios: pd.DataFrame, datasets: Sequence[str]) -> str:
+def ratio_tables(ratios: pd.DataFrame, datasets: Sequence[str], palette: Palette) -> str:
     """Markdown, one table per dataset: rows ε, columns baselines, cells error / Duff error."""
     parts = []
-    series = _series_order(ratios)
+    series = _series_order(ratios, palette)
     for dataset in datasets:
         part = ratios.loc[ratios["dataset"] == dataset]
         if part.empty:
             continue
-        header = ["ε", *(series_label(m, d) for m, d in series)]
+        header = ["ε", *(series_label(palette, m, d) for m, d in series)]
         rows = []
         for epsilon in sorted(part["epsilon"].unique()):
             cells = [_format_value(epsilon)]
@@ -542,19 +523,19 @@ def ratio_tables(ratios: pd.DataFrame, datasets: Sequence[str]) -> str:
     return "\n\n".join(parts)
 
 
-def error_tables(agg: pd.DataFrame, datasets: Sequence[str]) -> str:
+def error_tables(agg: pd.DataFrame, datasets: Sequence[str], palette: Palette) -> str:
     """Markdown, one table per dataset: mean ± sd of the per-dataset mean error.
 
     A cell shows ``[k]`` when it averages fewer datasets than the most in that table.
     """
     parts = []
-    series = _series_order(agg)
+    series = _series_order(agg, palette)
     for dataset in datasets:
         part = agg.loc[agg["dataset"] == dataset]
         if part.empty:
             continue
         most = int(part["datasets"].max())
-        header = ["ε", *(series_label(m, d) for m, d in series)]
+        header = ["ε", *(series_label(palette, m, d) for m, d in series)]
         rows = []
         for epsilon in sorted(part["epsilon"].unique()):
             cells = [_format_value(epsilon)]
@@ -579,15 +560,15 @@ def error_tables(agg: pd.DataFrame, datasets: Sequence[str]) -> str:
     return "\n\n".join(parts)
 
 
-def guarantee_table(table: pd.DataFrame) -> str:
+def guarantee_table(table: pd.DataFrame, palette: Palette) -> str:
     """Markdown: requested (ε, δ) beside the guarantee each mechanism reports."""
     order = sorted(
         table.itertuples(index=False),
-        key=lambda r: (figure_style.sort_key(r.mechanism), r.delta, r.epsilon),
+        key=lambda r: (palette.sort_key(r.mechanism), r.delta, r.epsilon),
     )
     rows = [
         [
-            figure_style.display_name(r.mechanism),
+            palette.name(r.mechanism),
             _format_value(r.epsilon),
             _format_value(r.delta),
             r.guarantee_epsilon,
@@ -627,14 +608,14 @@ def setup_table(setup: pd.DataFrame) -> str:
     return _markdown(header, rows)
 
 
-def failure_table(failed: pd.DataFrame) -> str:
+def failure_table(failed: pd.DataFrame, palette: Palette) -> str:
     """Markdown: counts of excluded rows, or a sentence saying there were none."""
     if failed.empty:
         return "None: every row has status `ok`."
     rows = [
         [
             figure_style.dataset_title(str(r.dataset)),
-            figure_style.display_name(str(r.mechanism)),
+            palette.name(str(r.mechanism)),
             _format_value(r.epsilon),
             _format_value(r.delta),
             str(r.rows),
@@ -645,20 +626,22 @@ def failure_table(failed: pd.DataFrame) -> str:
     return _markdown(["distribution", "mechanism", "ε", "δ", "rows", "status"], rows)
 
 
-def build_report(
-    *,
-    summary_path: Path,
-    setup: pd.DataFrame,
-    comparison: pd.DataFrame,
-    ratios: pd.DataFrame,
-    agg: pd.DataFrame,
-    guarantee: pd.DataFrame,
-    failed: pd.DataFrame,
-    datasets: Sequence[str],
-    tolerance: float,
-    notes: str | None,
-    notes_path: Path,
-) -> str:
+@dataclass(frozen=True)
+class Figure1:
+    """What the figure and the report show, computed from one results directory."""
+
+    summary_path: Path
+    palette: Palette
+    ok: pd.DataFrame
+    failed: pd.DataFrame
+    datasets: list[str]
+    agg: pd.DataFrame
+    ratios: pd.DataFrame
+    comparison: pd.DataFrame
+    tolerance: float
+
+
+def build_report(figure: Figure1, notes: str | None, notes_path: Path) -> str:
     """The full text of ``figure1_ratios.md``."""
     if notes is None:
         notes_text = (
@@ -667,30 +650,33 @@ def build_report(
         )
     else:
         notes_text = notes.strip()
+    palette, datasets = figure.palette, figure.datasets
     sections = [
         "# Figure 1: Duff against the baselines (Duff paper, section 6.1)",
-        f"Generated by `scripts/plot_figure1.py` from `{summary_path}`. "
+        f"Generated by `scripts/plot_figure1.py` from `{figure.summary_path}`. "
         "Error of a mechanism on one dataset = mean of |T(S) − M(S)| over its trials; "
         "the figures below average that over datasets. "
         "Ratio = baseline's mean error / Duff's mean error at the same ε (> 1: Duff is better).",
         "## Setup (ours / paper)",
-        setup_table(setup),
+        setup_table(setup_summary(figure.ok)),
         "## Ratios quoted in the paper",
         "Section 6.1 quotes these for N(0, 1). It gives δ = 1/|S| = 0.001 for SmoothSens_ε,δ; "
         "it does not give LaplaceLN's δ for Figure 1, so δ = 1/n is assumed (section 6.2 uses it). "
-        f'"Agrees" means |ours / paper − 1| ≤ {tolerance:g}.',
-        paper_table(comparison, tolerance),
+        "Each quote is compared with every series of that mechanism tuned as in the paper "
+        "(on the data), whatever its neighbours. "
+        f'"Agrees" means |ours / paper − 1| ≤ {figure.tolerance:g}.',
+        paper_table(figure.comparison, figure.tolerance, palette),
         "## Ratio to Duff at every ε",
-        ratio_tables(ratios, datasets),
+        ratio_tables(figure.ratios, datasets, palette),
         "## Mean error (mean ± sd across datasets)",
-        error_tables(agg, datasets),
+        error_tables(figure.agg, datasets, palette),
         "## Privacy guarantee actually given",
         "As reported by each mechanism (`guarantee_*`, `rho` columns of the summary). "
         "A zCDP mechanism's (ε, δ) is its conversion, which can be far above the requested ε. "
         "`private` is false when parameters were tuned on the private data.",
-        guarantee_table(guarantee),
+        guarantee_table(guarantees(figure.ok), palette),
         "## Excluded rows (status != ok)",
-        failure_table(failed),
+        failure_table(figure.failed, palette),
         "## Where the reproduction disagrees, and why",
         notes_text,
     ]
@@ -740,14 +726,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def bound_results(
-    args: argparse.Namespace, datasets: Sequence[str]
+    args: argparse.Namespace, datasets: Sequence[str], reference: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Bound coverage rows and table (:mod:`bounds_coverage`) for the drawn datasets and
-    mechanisms."""
+    mechanisms (``reference``: the Duff label, always drawn)."""
     rows, _ = bounds_coverage.coverage(args.results_dir, args.eta)
     keep = rows["dataset"].isin(datasets)
     if args.mechanisms is not None:
-        keep &= rows["mechanism"].isin([*args.mechanisms, REFERENCE])
+        keep &= rows["mechanism"].isin([*args.mechanisms, reference])
     rows = rows.loc[keep].reset_index(drop=True)
     if rows.empty:
         raise InputError("--bounds: no mechanism with a known bound among the drawn rows")
@@ -764,62 +750,69 @@ def _read_notes(explicit: Path | None, default: Path) -> tuple[str | None, Path]
     return None, default
 
 
+def compute(args: argparse.Namespace) -> Figure1:
+    """Read and check the results directory; aggregate, take ratios, compare with the paper."""
+    if not (args.tolerance >= 0):
+        raise InputError(f"--tolerance: must be >= 0, got {args.tolerance}")
+    results = results_reader.load(args.results_dir)
+    palette = figure_style.palette(results)
+    reference = reference_label(palette)
+    frame = select(results.summary, FIGURE1_DATASETS, args.mechanisms, reference)
+    ok, failed = split_failed(frame)
+    report_failed(failed, sys.stderr)
+    datasets = [d for d in FIGURE1_DATASETS if d in set(ok["dataset"])]
+    absent = [d for d in FIGURE1_DATASETS if d not in datasets]
+    if absent:
+        print(
+            f"plot_figure1: no usable rows for {', '.join(absent)}; panel(s) left out",
+            file=sys.stderr,
+        )
+    agg = aggregate(ok)
+    ratios = ratios_to_reference(agg, reference)
+    comparison = compare_with_paper(agg, ratios, args.tolerance, palette)
+    summary_path = args.results_dir / SUMMARY_FILE
+    return Figure1(
+        summary_path, palette, ok, failed, datasets, agg, ratios, comparison, args.tolerance
+    )
+
+
+def write_bounds(
+    figure: Figure1, theory: tuple[pd.DataFrame, pd.DataFrame], out_dir: Path, eta: float
+) -> list[Path]:
+    """``figure1_bounds.png``/``.pdf`` and the coverage files of :mod:`bounds_coverage`."""
+    rows, table = theory
+    fig, panels = draw_figure(figure.agg, figure.datasets, figure.palette)
+    draw_bounds(fig, panels, bound_lines(rows), eta, figure.palette)
+    written = figure_style.save_figure(fig, out_dir, "figure1_bounds")
+    return written + bounds_coverage.write_outputs(rows, table, out_dir, eta)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the script; returns the exit status (0, or 2 on unusable input)."""
     args = parse_args(argv)
     try:
-        if not (args.tolerance >= 0):
-            raise InputError(f"--tolerance: must be >= 0, got {args.tolerance}")
-        summary_path = args.results_dir / "summary.csv"
-        out_dir = args.out if args.out is not None else args.results_dir
-        notes, notes_path = _read_notes(args.notes, args.results_dir / "figure1_notes.md")
-        frame = select(load_summary(summary_path), FIGURE1_DATASETS, args.mechanisms)
-        ok, failed = split_failed(frame)
-        report_failed(failed, sys.stderr)
-        datasets = [d for d in FIGURE1_DATASETS if d in set(ok["dataset"])]
-        absent = [d for d in FIGURE1_DATASETS if d not in datasets]
-        if absent:
-            print(
-                f"plot_figure1: no usable rows for {', '.join(absent)}; panel(s) left out",
-                file=sys.stderr,
-            )
-        agg = aggregate(ok)
-        ratios = ratios_to_reference(agg)
-        comparison = compare_with_paper(agg, ratios, args.tolerance)
-        theory = bound_results(args, datasets) if args.bounds else None
-    except (InputError, bounds_coverage.InputError) as err:
+        notes, notes_path = _read_notes(args.notes, args.results_dir / NOTES_FILE)
+        figure = compute(args)
+        reference = reference_label(figure.palette)
+        theory = bound_results(args, figure.datasets, reference) if args.bounds else None
+    except (InputError, results_reader.ResultsError, bounds_coverage.InputError) as err:
         print(f"plot_figure1: error: {err}", file=sys.stderr)
         return 2
 
+    out_dir = args.out if args.out is not None else args.results_dir
     out_dir.mkdir(parents=True, exist_ok=True)
-    fig, _ = draw_figure(agg, datasets)
-    figures = figure_style.save_figure(fig, out_dir, "figure1")
-    report = build_report(
-        summary_path=summary_path,
-        setup=setup_summary(ok),
-        comparison=comparison,
-        ratios=ratios,
-        agg=agg,
-        guarantee=guarantees(ok),
-        failed=failed,
-        datasets=datasets,
-        tolerance=args.tolerance,
-        notes=notes,
-        notes_path=notes_path,
-    )
-    report_path = out_dir / "figure1_ratios.md"
-    report_path.write_text(report, encoding="utf-8")
+    fig, _ = draw_figure(figure.agg, figure.datasets, figure.palette)
+    written = figure_style.save_figure(fig, out_dir, "figure1")
+    report_path = out_dir / REPORT_FILE
+    report_path.write_text(build_report(figure, notes, notes_path), encoding="utf-8")
+    written.append(report_path)
     if theory is not None:
-        rows, table = theory
-        fig, panels = draw_figure(agg, datasets)
-        draw_bounds(fig, panels, bound_lines(rows), args.eta)
-        figures += figure_style.save_figure(fig, out_dir, "figure1_bounds")
-        figures += bounds_coverage.write_outputs(rows, table, out_dir, args.eta)
+        written += write_bounds(figure, theory, out_dir, args.eta)
     print("## Ratios quoted in the paper\n")
-    print(paper_table(comparison, args.tolerance))
+    print(paper_table(figure.comparison, args.tolerance, figure.palette))
     print("\n## Ratio to Duff at every ε\n")
-    print(ratio_tables(ratios, datasets))
-    print(f"\nwrote {', '.join(str(p) for p in [*figures, report_path])}", file=sys.stderr)
+    print(ratio_tables(figure.ratios, figure.datasets, figure.palette))
+    print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 
 

@@ -5,7 +5,10 @@ Usage::
     python scripts/plot_figure2.py RESULTS_DIR [--out DIR] [--measurements NAME ...]
                                    [--epsilon EPS] [--data PATH]
 
-Input (written by ``python -m experiments.run experiment=figure2``):
+Input (written by ``python -m experiments.run experiment=figure2``), read by
+:func:`experiments.results_reader.load`, which refuses (exit 2, one line naming
+the file) a ``summary.csv`` or ``estimates.npz`` that is truncated, corrupt, or
+not one row per (dataset, replicate, mechanism, ε) of the plan in ``run.json``:
 
 * ``summary.csv``: one row per (dataset, replicate, mechanism, ε); the rows of
   dataset ``vertebral`` have ``subset = "<measurement>/<class>"``, the bounds
@@ -13,13 +16,13 @@ Input (written by ``python -m experiments.run experiment=figure2``):
   ``true_value`` (the class's lower median) and ``status``.  Rows whose status
   is not ``"ok"`` are left out and listed on stderr and in the table.
 * ``estimates.npz``: the ``estimates`` matrix, one row of ``trials`` estimates
-  per row of ``summary.csv`` (``keep_estimates: true``).  Only its numeric
-  arrays are read (never pickled objects); its ``true_value`` array must agree
-  with the summary's, which checks the row alignment.
+  per row of ``summary.csv`` (``keep_estimates: true``).  No pickled object is
+  read; its identity arrays (dataset, subset, mechanism, ε, ``true_value``, …)
+  must repeat the summary's rows, which checks the row alignment.
 * ``run.json``: where the raw data was read from (``datasets[].source``) and
   the SHA-256 of every (measurement, class) subset (``numbers.datasets``).
   The raw data for the first column of panels is loaded again with the
-  project's loader (:func:`experiments.datasets.vertebral_datasets`) from
+  project's loader (:class:`experiments.vertebral.VertebralColumn`) from
   ``--data``, else from that recorded file, else from the loader's default
   search, and refused unless it is the data the estimates were computed on.
 
@@ -27,7 +30,9 @@ Figure 2 (Duff paper, section 6.2) is one row for pelvic incidence; Figure 3
 (appendix B) has one row per measurement.  Each row shows normalised
 histograms over the bounds ``[a, b]`` (shared x-axis): (1) the data of both
 classes, (2) LaplaceLN's estimates of each class median, (3) Duff's; then one
-panel per further mechanism in the results.  Every panel marks the true class
+panel per further mechanism in the results.  Which series is LaplaceLN and
+which is Duff follows from what each mechanism is (:mod:`figure_style`), not
+from its label.  Every panel marks the true class
 medians.  Written as ``figure2.png``/``.pdf`` and ``figure3.png``/``.pdf``
 (150 dpi).
 
@@ -49,10 +54,9 @@ Exit status: 0 on success, 2 on unusable input (with a message on stderr).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -65,46 +69,25 @@ import figure_style
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from figure_style import Palette
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from experiments.datasets import (
-    VERTEBRAL_CLASSES,
-    VERTEBRAL_MEASUREMENTS,
-    DatasetError,
-    FixedDataset,
-    vertebral_datasets,
-)
-from experiments.results import ESTIMATES_FILE, RUN_FILE, SUMMARY_FILE
+from experiments import results_reader
+from experiments.datasets import DatasetError, FixedDataset
+from experiments.results import SUMMARY_FILE
+from experiments.vertebral import VERTEBRAL_CLASSES, VERTEBRAL_MEASUREMENTS, VertebralColumn
 
 DATASET = "vertebral"
 FIGURE2_MEASUREMENT = "pelvic_incidence"
 BASELINE = "laplace_ln"
 DUFF = "duff"
-FIRST_MECHANISMS = (BASELINE, DUFF)
-"""Drawn first and in this order (the paper's panels 2 and 3); others follow."""
+FIRST_FAMILIES = (BASELINE, DUFF)
+"""Families (:attr:`figure_style.Family.key`) drawn first and in this order (the
+paper's panels 2 and 3); the first series of each is the table's LaplaceLN and Duff."""
 TABLE_FILE = "figure2_table.md"
-REQUIRED_COLUMNS = (
-    "dataset",
-    "subset",
-    "replicate",
-    "n",
-    "lower",
-    "upper",
-    "mechanism",
-    "epsilon",
-    "delta",
-    "trials",
-    "true_value",
-    "seconds",
-    "guarantee_epsilon",
-    "guarantee_delta",
-    "rho",
-    "private",
-    "status",
-)
 DATA_BINS = 40
 ESTIMATE_BINS = 150
 
@@ -143,90 +126,27 @@ class Results:
     trials: int
     ok: pd.DataFrame
     failed: pd.DataFrame
-    run: dict[str, Any]
+    run: Mapping[str, Any]
+    palette: Palette
+
+    def first(self, family: str) -> str | None:
+        """The label of the first drawn series of ``family`` (None when there is none)."""
+        labels = [m for m in self.mechanisms if self.palette.kind(m).family.key == family]
+        return labels[0] if labels else None
 
 
 # --------------------------------------------------------------------------- input
 
 
-def mechanism_order(label: str) -> tuple[int, tuple[int, str, int]]:
-    """LaplaceLN, then Duff, then the rest in :func:`figure_style.sort_key` order."""
-    first = FIRST_MECHANISMS.index(label) if label in FIRST_MECHANISMS else len(FIRST_MECHANISMS)
-    return (first, figure_style.sort_key(label))
-
-
-def read_run(results_dir: Path) -> dict[str, Any]:
-    """``run.json`` as a dict (its provenance: data source and subset digests)."""
-    path = results_dir / RUN_FILE
-    if not path.is_file():
-        raise InputError(f"{path}: no such file (is {results_dir} a results directory?)")
-    try:
-        run = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: not valid JSON: {err}") from None
-    if not isinstance(run, dict):
-        raise InputError(f"{path}: expected a JSON object")
-    return run
-
-
-def read_summary(results_dir: Path) -> pd.DataFrame:
-    """``summary.csv`` with every column this script uses (``subset`` kept as text)."""
-    path = results_dir / SUMMARY_FILE
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        frame = pd.read_csv(
-            path, dtype={"dataset": str, "subset": str, "mechanism": str, "status": str}
-        )
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read as CSV: {err}") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing:
-        raise InputError(f"{path}: missing column(s): {', '.join(missing)}")
-    frame["subset"] = frame["subset"].fillna("")
-    frame["status"] = frame["status"].fillna("(empty status)").astype(str)
-    return frame
-
-
-def read_estimates(results_dir: Path, summary: pd.DataFrame) -> np.ndarray:
-    """The ``estimates`` matrix of ``estimates.npz``, checked row-aligned with ``summary``."""
-    path = results_dir / ESTIMATES_FILE
-    if not path.is_file():
-        raise InputError(
-            f"{path}: no such file. Figures 2 and 3 need every estimate: run the experiment "
-            "with keep_estimates=true (conf/experiment/figure2.yaml sets it)"
-        )
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            estimates = np.asarray(stored["estimates"], dtype=np.float64)
-            true_value = np.asarray(stored["true_value"], dtype=np.float64)
-    except (OSError, ValueError, KeyError) as err:
-        raise InputError(f"{path}: cannot read 'estimates' and 'true_value': {err}") from None
-    rows = len(summary)
-    if estimates.ndim != 2 or estimates.shape[0] != rows or true_value.shape != (rows,):
-        raise InputError(
-            f"{path}: estimates of shape {estimates.shape} do not match the {rows} rows of "
-            f"{SUMMARY_FILE}"
-        )
-    expected = pd.to_numeric(summary["true_value"], errors="coerce").to_numpy(dtype=np.float64)
-    if not np.array_equal(true_value, expected, equal_nan=True):
-        raise InputError(f"{path}: its true_value column differs from {SUMMARY_FILE}'s")
-    return estimates
-
-
-def _numeric(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    out = frame.copy()
-    for column in columns:
-        values = pd.to_numeric(out[column], errors="coerce")
-        if values.isna().any():
-            rows = list(out.index[values.isna()][:5])
-            raise InputError(f"column {column}: non-numeric value in ok row(s) {rows}")
-        out[column] = values.astype(float)
-    return out
+def mechanism_order(palette: Palette, label: str) -> tuple[int, tuple]:
+    """LaplaceLN, then Duff, then the rest, each in :meth:`figure_style.Palette.sort_key` order."""
+    family = palette.kind(label).family.key
+    first = FIRST_FAMILIES.index(family) if family in FIRST_FAMILIES else len(FIRST_FAMILIES)
+    return (first, palette.sort_key(label))
 
 
 def _choose_epsilon(rows: pd.DataFrame, epsilon: float | None) -> float:
-    present = sorted(set(pd.to_numeric(rows["epsilon"], errors="coerce").dropna()))
+    present = sorted(set(rows["epsilon"]))
     if epsilon is None:
         if len(present) != 1:
             raise InputError(
@@ -243,17 +163,15 @@ def _choose_epsilon(rows: pd.DataFrame, epsilon: float | None) -> float:
     return float(match[0])
 
 
-def load_results(
-    results_dir: Path, *, epsilon: float | None = None, measurements: Sequence[str] | None = None
-) -> Results:
-    """Read and check the vertebral rows of a results directory at one ε."""
-    run = read_run(results_dir)
-    summary = read_summary(results_dir)
-    estimates = read_estimates(results_dir, summary)
+def vertebral_rows(
+    summary: pd.DataFrame, path: Path, measurements: Sequence[str] | None
+) -> pd.DataFrame:
+    """The vertebral rows of ``summary`` (of the chosen ``measurements``), with their
+    ``measurement`` and class ``label`` split out of ``subset``."""
     rows = summary.loc[summary["dataset"] == DATASET]
     if rows.empty:
         raise InputError(
-            f"{results_dir / SUMMARY_FILE} has no rows of dataset '{DATASET}' "
+            f"{path} has no rows of dataset '{DATASET}' "
             "(run: python -m experiments.run experiment=figure2)"
         )
     parts = rows["subset"].str.split("/", expand=True, n=1)
@@ -270,25 +188,14 @@ def load_results(
         if absent:
             raise InputError(f"--measurements: no rows for {', '.join(absent)}")
         rows = rows.loc[rows["measurement"].isin(measurements)]
-    chosen = _choose_epsilon(rows, epsilon)
-    rows = rows.loc[np.isclose(pd.to_numeric(rows["epsilon"]), chosen, rtol=0.0, atol=1e-12)]
+    return rows
 
-    is_ok = rows["status"].str.strip() == "ok"
-    failed = rows.loc[~is_ok]
-    ok = _numeric(
-        rows.loc[is_ok],
-        ("n", "lower", "upper", "epsilon", "delta", "trials", "true_value", "seconds"),
-    )
-    duplicated = ok.duplicated(["subset", "mechanism"])
-    if duplicated.any():
-        dup = ok.loc[duplicated, ["subset", "mechanism"]].astype(str).agg(" ".join, axis=1)
-        raise InputError(f"several ok rows for (subset, mechanism): {', '.join(dup.iloc[:5])}")
-    if ok.empty:
-        raise InputError(f"no rows with status 'ok' at ε = {chosen:g}")
 
+def _cells(ok: pd.DataFrame, estimates: np.ndarray) -> dict[tuple[str, str, str], Cell]:
+    """One :class:`Cell` per ok row; ``estimates`` is row-aligned with the summary."""
     cells: dict[tuple[str, str, str], Cell] = {}
     for index, row in ok.iterrows():
-        values = estimates[summary.index.get_loc(index)]
+        values = estimates[index]
         if not np.isfinite(values).all():
             raise InputError(f"row {index} ({row['subset']}, {row['mechanism']}): estimates NaN")
         cells[(row["measurement"], row["label"], row["mechanism"])] = Cell(
@@ -303,20 +210,38 @@ def load_results(
             delta=float(row["delta"]),
             seconds=float(row["seconds"]),
         )
+    return cells
+
+
+def load_results(
+    results_dir: Path, *, epsilon: float | None = None, measurements: Sequence[str] | None = None
+) -> Results:
+    """Read and check the vertebral rows of a results directory at one ε."""
+    loaded = results_reader.load(results_dir, estimates=True)
+    palette = figure_style.palette(loaded)
+    rows = vertebral_rows(loaded.summary, results_dir / SUMMARY_FILE, measurements)
+    chosen = _choose_epsilon(rows, epsilon)
+    rows = rows.loc[np.isclose(rows["epsilon"], chosen, rtol=0.0, atol=1e-12)]
+    is_ok = rows["status"] == "ok"
+    ok, failed = rows.loc[is_ok], rows.loc[~is_ok]
+    if ok.empty:
+        raise InputError(f"no rows with status 'ok' at ε = {chosen:g}")
     for measurement, part in ok.groupby("measurement"):
         if part[["lower", "upper"]].drop_duplicates().shape[0] != 1:
             raise InputError(f"{measurement}: rows disagree on the bounds [lower, upper]")
-    mechanisms = tuple(sorted(set(ok["mechanism"]), key=mechanism_order))
     present = set(ok["measurement"])
     return Results(
-        cells=cells,
-        mechanisms=mechanisms,
+        cells=_cells(ok, loaded.estimates["estimates"]),
+        mechanisms=tuple(
+            sorted(set(ok["mechanism"]), key=lambda label: mechanism_order(palette, label))
+        ),
         measurements=tuple(m for m in VERTEBRAL_MEASUREMENTS if m in present),
         epsilon=chosen,
         trials=int(ok["trials"].max()),
         ok=ok,
         failed=failed,
-        run=run,
+        run=loaded.manifest,
+        palette=palette,
     )
 
 
@@ -332,7 +257,7 @@ def report_failed(failed: pd.DataFrame, stream: TextIO) -> None:
 # --------------------------------------------------------------------------- raw data
 
 
-def recorded_source(run: dict[str, Any]) -> Path | None:
+def recorded_source(run: Mapping[str, Any]) -> Path | None:
     """The data file run.json says the vertebral datasets were read from, if any."""
     sources = {
         entry.get("source")
@@ -364,10 +289,12 @@ def load_class_data(
                 file=stream,
             )
             path = None
-    entry = {"name": DATASET, "path": None if path is None else str(path)}
-    entry["measurements"] = list(results.measurements)
     try:
-        datasets = vertebral_datasets(entry)
+        datasets = VertebralColumn.from_config(
+            name=DATASET,
+            path=None if path is None else str(path),
+            measurements=list(results.measurements),
+        )
     except (DatasetError, OSError) as err:
         raise InputError(f"cannot load the raw data for the first column: {err}") from None
     recorded = {
@@ -451,7 +378,8 @@ def table_rows(results: Results) -> pd.DataFrame:
             )
     columns = ["measurement", "mechanism", "median_AB", "median_NO", "mae_AB", "mae_NO"]
     table = pd.DataFrame.from_records(records, columns=[*columns, "p_true_order"])
-    baseline = table.loc[table["mechanism"] == BASELINE, ["measurement", "mae_AB", "mae_NO"]]
+    reference = table["mechanism"] == results.first(BASELINE)
+    baseline = table.loc[reference, ["measurement", "mae_AB", "mae_NO"]]
     baseline = baseline.rename(columns={"mae_AB": "base_AB", "mae_NO": "base_NO"})
     table = table.merge(baseline, on="measurement", how="left")
     table["ratio_AB"] = table["mae_AB"] / table["base_AB"]
@@ -480,7 +408,7 @@ def mechanism_title(results: Results, mechanism: str) -> str:
     were tuned on the private data.
     """
     cells = [c for c in results.cells.values() if c.mechanism == mechanism]
-    title = figure_style.display_name(mechanism)
+    title = results.palette.name(mechanism)
     deltas = [c.delta for c in cells]
     if all(math.isclose(c.delta * c.n, 1.0, rel_tol=1e-9) for c in cells):
         title += ", δ = 1/n"
@@ -493,7 +421,7 @@ def mechanism_title(results: Results, mechanism: str) -> str:
         low, high = float(given.min()), float(given.max())
         span = f"{low:.2f}" if math.isclose(low, high, rel_tol=5e-3) else f"{low:.2f}–{high:.2f}"
         notes.append(f"guarantee ε' = {span}")
-    if not rows["private"].astype(str).str.lower().eq("true").all():
+    if not rows["private"].all():
         notes.append("tuned on the data, not private")
     return title + ("\n(" + "; ".join(notes) + ")" if notes else "")
 
@@ -564,22 +492,12 @@ def draw_figure(
         _medians(panels[0], medians)
         panels[0].set_ylabel(f"{measurement_title(measurement)}\ndensity")
         for ax, mechanism in zip(panels[1:], results.mechanisms, strict=True):
-            lines = []
-            for label in present:
-                cell = results.cells.get((measurement, label, mechanism))
-                if cell is None:
-                    continue
-                colour = figure_style.class_colour(label)
-                _histogram(ax, cell.estimates, estimate_bins, colour)
-                lines.append((f"MAE {label}: {_number(mean_abs_error(cell))}", colour))
-            if (measurement, mechanism) in table.index:
-                p = table.loc[(measurement, mechanism), "p_true_order"]
-                if not math.isnan(p):
-                    lines.append((f"P(true order): {_probability(p)}", "black"))
-            if not lines:
-                ax.text(0.5, 0.5, "no estimates", transform=ax.transAxes, ha="center")
+            estimates = {
+                label: results.cells.get((measurement, label, mechanism)) for label in present
+            }
+            p = table["p_true_order"].get((measurement, mechanism), math.nan)
+            _estimates_panel(ax, estimates, estimate_bins, p)
             _medians(ax, medians)
-            _annotate(ax, lines)
         for ax in panels:
             ax.set_xlim(lower, upper)
             ax.tick_params(labelsize=8)
@@ -597,28 +515,41 @@ def draw_figure(
         f"{results.trials} estimates per class; {sizes}; x-axis: bounds [a, b])",
         fontsize=10,
     )
+    fig.legend(handles=_class_handles(), loc="outside lower center", ncols=4, fontsize=9)
+    return fig
+
+
+def _estimates_panel(
+    ax: Axes, cells: Mapping[str, Cell | None], bins: np.ndarray, p_true_order: float
+) -> None:
+    """Histograms of one mechanism's estimates of each class median, with their MAE and
+    the probability of the true order written in the corner."""
+    lines = []
+    for label, cell in cells.items():
+        if cell is None:
+            continue
+        colour = figure_style.class_colour(label)
+        _histogram(ax, cell.estimates, bins, colour)
+        lines.append((f"MAE {label}: {_number(mean_abs_error(cell))}", colour))
+    if not math.isnan(p_true_order):
+        lines.append((f"P(true order): {_probability(p_true_order)}", "black"))
+    if not lines:
+        ax.text(0.5, 0.5, "no estimates", transform=ax.transAxes, ha="center")
+    _annotate(ax, lines)
+
+
+def _class_handles() -> list[Any]:
+    """Legend entries: each class's histogram colour and true-median line."""
     handles: list[Any] = []
     for label in VERTEBRAL_CLASSES:
-        colour = figure_style.class_colour(label)
+        colour, name = figure_style.class_colour(label), figure_style.class_name(label)
         handles.append(
-            Patch(
-                facecolor=colour,
-                edgecolor=colour,
-                alpha=0.5,
-                label=f"{figure_style.class_name(label)}: histogram",
-            )
+            Patch(facecolor=colour, edgecolor=colour, alpha=0.5, label=f"{name}: histogram")
         )
         handles.append(
-            Line2D(
-                [],
-                [],
-                color=colour,
-                linewidth=1.8,
-                label=f"{figure_style.class_name(label)}: true (lower) median",
-            )
+            Line2D([], [], color=colour, linewidth=1.8, label=f"{name}: true (lower) median")
         )
-    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=9)
-    return fig
+    return handles
 
 
 # --------------------------------------------------------------------------- report
@@ -644,11 +575,11 @@ def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def ratio_table(table: pd.DataFrame) -> str:
+def ratio_table(results: Results, table: pd.DataFrame) -> str:
     """Markdown: Duff MAE / LaplaceLN MAE per measurement and class."""
-    duff = table.loc[table["mechanism"] == DUFF]
+    duff = table.loc[table["mechanism"] == results.first(DUFF)]
     if duff.empty or duff["ratio_AB"].isna().all():
-        return f"Not available: needs both `{DUFF}` and `{BASELINE}` in the results."
+        return "Not available: needs both a Duff and a LaplaceLN series in the results."
     rows = [
         [
             measurement_title(r.measurement),
@@ -664,7 +595,7 @@ def ratio_table(table: pd.DataFrame) -> str:
     return note + _markdown(["measurement", "AB", "NO", "geometric mean"], rows)
 
 
-def main_table(table: pd.DataFrame) -> str:
+def main_table(results: Results, table: pd.DataFrame) -> str:
     """Markdown: per (measurement, mechanism) medians, MAEs, ordering probability, ratio."""
     rows = []
     for r in table.itertuples(index=False):
@@ -676,7 +607,7 @@ def main_table(table: pd.DataFrame) -> str:
         rows.append(
             [
                 measurement_title(r.measurement),
-                figure_style.display_name(r.mechanism),
+                results.palette.name(r.mechanism),
                 f"{r.median_AB:g}",
                 f"{r.median_NO:g}",
                 order,
@@ -719,7 +650,7 @@ def setup_table(results: Results) -> str:
         ]
         rows.append(
             [
-                figure_style.display_name(mechanism),
+                results.palette.name(mechanism),
                 f"{results.epsilon:g}",
                 "; ".join(f"{label}: {float(row['delta']):.3g}" for label, row in by_class),
                 "; ".join(f"{label}: {_guarantee(row)}" for label, row in by_class),
@@ -767,9 +698,9 @@ def build_report(results: Results, table: pd.DataFrame, results_dir: Path) -> st
         "per class, drawn independently, comes out in the order of the true medians, computed "
         "exactly over all pairs of stored estimates (ties count one half).",
         "## Duff MAE / LaplaceLN MAE",
-        ratio_table(table),
+        ratio_table(results, table),
         "## Per measurement and mechanism",
-        main_table(table),
+        main_table(results, table),
         "## Mechanisms",
         "`private` is false when parameters were tuned on the private data (the paper's "
         "oracle choice for LaplaceLN): the stated guarantee then does not cover the release.",
@@ -818,7 +749,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_failed(results.failed, sys.stderr)
         data = load_class_data(results, args.data, sys.stderr)
         table = table_rows(results)
-    except InputError as err:
+    except (InputError, results_reader.ResultsError) as err:
         print(f"plot_figure2: error: {err}", file=sys.stderr)
         return 2
 
@@ -838,9 +769,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_path.write_text(build_report(results, table, args.results_dir), encoding="utf-8")
     written.append(report_path)
     print("## Duff MAE / LaplaceLN MAE\n")
-    print(ratio_table(table))
+    print(ratio_table(results, table))
     print("\n## Per measurement and mechanism\n")
-    print(main_table(table))
+    print(main_table(results, table))
     print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 

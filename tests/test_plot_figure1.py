@@ -1,4 +1,4 @@
-"""Tests of scripts/plot_figure1.py and scripts/figure_style.py on a synthetic summary.csv."""
+"""Tests of scripts/plot_figure1.py and scripts/figure_style.py on a synthetic results dir."""
 
 from __future__ import annotations
 
@@ -8,12 +8,18 @@ import io
 import sys
 from pathlib import Path
 
+import matplotlib.colors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from omegaconf import OmegaConf
+from results_helpers import write_results
+
+from experiments import results_reader
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+CONF = Path(__file__).resolve().parents[1] / "conf"
 sys.path.insert(0, str(SCRIPTS))
 plot_figure1 = importlib.import_module("plot_figure1")
 figure_style = importlib.import_module("figure_style")
@@ -22,14 +28,16 @@ DATASETS = ("normal", "uniform", "beta")
 EPSILONS = (0.1, 1.0, 2.0)
 REPLICATES = 4
 N = 1000
-# mechanism -> requested delta, reported guarantee epsilon (None: = requested), rho, private
+# label -> registry name, options, requested delta, reported guarantee epsilon (None: =
+# requested), rho, private
 MECHANISMS = {
-    "duff": (0.0, None, None, True),
-    "smooth_cauchy": (0.0, None, None, True),
-    "smooth_laplace": (1.0 / N, None, None, False),
-    "laplace_ln": (1.0 / N, 7.25, "eps^2/2", False),
-    "laplace_ln_public": (1.0 / N, 7.25, "eps^2/2", True),
+    "duff": ("duff", {}, 0.0, None, None, True),
+    "smooth_cauchy": ("smooth_cauchy", {}, 0.0, None, None, True),
+    "smooth_laplace": ("smooth_laplace", {"tuning": "oracle"}, 1.0 / N, None, None, False),
+    "laplace_ln": ("laplace_ln", {"tuning": "oracle"}, 1.0 / N, 7.25, "eps^2/2", False),
+    "laplace_ln_public": ("laplace_ln", {"tuning": "public"}, 1.0 / N, 7.25, "eps^2/2", True),
 }
+OPTIONS = {label: entry[1] for label, entry in MECHANISMS.items()}
 SCALE = {"duff": 1.0, "smooth_cauchy": 30.0, "smooth_laplace": 8.0, "laplace_ln": 5.0}
 SCALE["laplace_ln_public"] = 6.0
 # Normal data, smooth_cauchy: the paper quotes 187x (eps 0.1) and 34x (eps 2).  We make
@@ -38,7 +46,7 @@ TARGET = {0.1: 1.1 * 187.0, 2.0: 2.0 * 34.0}
 
 
 def _row(dataset: str, replicate: int, mechanism: str, epsilon: float, error: float) -> dict:
-    delta, g_eps, rho, private = MECHANISMS[mechanism]
+    name, _, delta, g_eps, rho, private = MECHANISMS[mechanism]
     lower, upper = (-10.0, 10.0) if dataset == "normal" else (0.0, 1.0)
     return {
         "dataset": dataset,
@@ -48,6 +56,7 @@ def _row(dataset: str, replicate: int, mechanism: str, epsilon: float, error: fl
         "lower": lower,
         "upper": upper,
         "mechanism": mechanism,
+        "registry_name": name,
         "epsilon": epsilon,
         "delta": delta,
         "trials": 50,
@@ -98,12 +107,20 @@ def _mean(frame: pd.DataFrame, dataset: str, mechanism: str, epsilon: float) -> 
     return float(frame.loc[_cell(frame, dataset, mechanism, epsilon), "mean_abs_error"].mean())
 
 
-def _write(tmp_path: Path, frame: pd.DataFrame) -> Path:
-    results = tmp_path / "results"
-    results.mkdir()
-    frame.to_csv(results / "summary.csv", index=False)
-    (results / "run.json").write_text("{}", encoding="utf-8")
-    return results
+def _write(tmp_path: Path, frame: pd.DataFrame, options: dict | None = None) -> Path:
+    return write_results(tmp_path / "results", frame, OPTIONS if options is None else options)
+
+
+def _palette(results: Path) -> figure_style.Palette:
+    return figure_style.palette(results_reader.load(results))
+
+
+def _tables(frame: pd.DataFrame, palette: figure_style.Palette) -> tuple[pd.DataFrame, ...]:
+    """``(agg, ratios, paper comparison)`` of a summary, as the script computes them."""
+    ok, _ = plot_figure1.split_failed(frame)
+    agg = plot_figure1.aggregate(ok)
+    ratios = plot_figure1.ratios_to_reference(agg, "duff")
+    return agg, ratios, plot_figure1.compare_with_paper(agg, ratios, 0.25, palette)
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +156,7 @@ def test_writes_png_pdf_and_report(run: tuple[Path, pd.DataFrame, str, int]) -> 
 def test_ratios_are_ratios_of_means(run: tuple[Path, pd.DataFrame, str, int]) -> None:
     results, frame, stdout, _ = run
     report = (results / "figure1_ratios.md").read_text(encoding="utf-8")
-    ok, _ = plot_figure1.split_failed(frame)
-    ratios = plot_figure1.ratios_to_reference(plot_figure1.aggregate(ok))
+    _, ratios, _ = _tables(frame, _palette(results))
     assert len(ratios) == len(DATASETS) * len(EPSILONS) * (len(MECHANISMS) - 1)
     for row in ratios.itertuples(index=False):
         expected = _mean(frame, row.dataset, row.mechanism, row.epsilon) / _mean(
@@ -158,54 +174,157 @@ def test_ratios_are_ratios_of_means(run: tuple[Path, pd.DataFrame, str, int]) ->
         assert f"{expected:.3g}×" in stdout
 
 
-def test_paper_comparison(run: tuple[Path, pd.DataFrame, str, int]) -> None:
-    _, frame, _, _ = run
-    ok, _ = plot_figure1.split_failed(frame)
-    agg = plot_figure1.aggregate(ok)
-    table = plot_figure1.compare_with_paper(agg, plot_figure1.ratios_to_reference(agg), 0.25)
-    cauchy = table.loc[table["mechanism"] == "smooth_cauchy"].set_index("epsilon")
+def test_paper_comparison(run: tuple[Path, pd.DataFrame, str, int], tmp_path: Path) -> None:
+    results, frame, _, _ = run
+    _, _, table = _tables(frame, _palette(results))
+    assert len(table) == len(plot_figure1.PAPER_RATIOS)  # one series of each quoted mechanism
+    cauchy = table.loc[table["family"] == "smooth_cauchy"].set_index("epsilon")
+    assert (cauchy["mechanism"] == "smooth_cauchy").all()
     assert cauchy.loc[0.1, "ours"] == pytest.approx(1.1 * 187.0, rel=1e-9)
     assert pd.notna(cauchy.loc[0.1, "agrees"]) and cauchy.loc[0.1, "agrees"]
     assert cauchy.loc[2.0, "ours"] == pytest.approx(2.0 * 34.0, rel=1e-9)
     assert pd.notna(cauchy.loc[2.0, "agrees"]) and not cauchy.loc[2.0, "agrees"]
-    laplace = table.loc[table["mechanism"] == "smooth_laplace"].set_index("epsilon")
+    laplace = table.loc[table["family"] == "smooth_laplace"].set_index("epsilon")
     assert laplace.loc[2.0, "delta"] == pytest.approx(1.0 / N)
     expected = _mean(frame, "normal", "smooth_laplace", 2.0) / _mean(frame, "normal", "duff", 2.0)
     assert laplace.loc[2.0, "ours"] == pytest.approx(expected, rel=1e-12)
+    # LaplaceLN is quoted with the paper's (oracle) tuning: the public series is not matched.
+    assert set(table.loc[table["family"] == "laplace_ln", "mechanism"]) == {"laplace_ln"}
     # A quote whose delta rule has no matching run is "not run", not a silent match.
     other_delta = frame.assign(
         delta=np.where(frame["mechanism"] == "laplace_ln", 0.01, frame["delta"])
     )
-    ok2, _ = plot_figure1.split_failed(other_delta)
-    agg2 = plot_figure1.aggregate(ok2)
-    table2 = plot_figure1.compare_with_paper(agg2, plot_figure1.ratios_to_reference(agg2), 0.25)
-    ln = table2.loc[table2["mechanism"] == "laplace_ln"]
-    assert ln["ours"].isna().all()
-    assert ln["agrees"].isna().all()
-    assert "not run" in plot_figure1.paper_table(table2, 0.25)
+    _, _, table2 = _tables(other_delta, _palette(_write(tmp_path, other_delta)))
+    ln = table2.loc[table2["family"] == "laplace_ln"]
+    assert ln["ours"].isna().all() and ln["agrees"].isna().all()
+    assert "not run" in plot_figure1.paper_table(table2, 0.25, _palette(results))
 
 
-def test_blank_delta_is_zero_and_ratios_unchanged() -> None:
-    frame = build_summary()
-    blank = frame.assign(delta=np.where(frame["mechanism"] == "duff", np.nan, frame["delta"]))
-    ok, _ = plot_figure1.split_failed(blank)
-    assert (ok.loc[ok["mechanism"] == "duff", "delta"] == 0).all()
-    expected = plot_figure1.ratios_to_reference(
-        plot_figure1.aggregate(plot_figure1.split_failed(frame)[0])
+def _nrs07_twins(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` plus, for each smooth-sensitivity series, a replace-one twin labelled
+    ``<label>_nrs07`` with the errors times 1.5."""
+    twins = frame.loc[frame["mechanism"].isin(["smooth_cauchy", "smooth_laplace", "laplace_ln"])]
+    twins = twins.assign(
+        mechanism=twins["mechanism"] + "_nrs07",
+        neighbouring="replace_one",
+        mean_abs_error=twins["mean_abs_error"] * 1.5,
     )
-    got = plot_figure1.ratios_to_reference(plot_figure1.aggregate(ok))
-    pd.testing.assert_frame_equal(got, expected)
+    return pd.concat([frame, twins], ignore_index=True)
 
 
-def test_invalid_ok_rows_are_input_errors() -> None:
+def test_paper_quotes_match_mechanisms_by_what_they_are(tmp_path: Path) -> None:
+    # Before: quotes matched the label string, so a replace-one run (labels *_nrs07)
+    # showed "not run" in every row.
+    frame = _nrs07_twins(build_summary())
+    options = {**OPTIONS, **{f"{k}_nrs07": OPTIONS[k] for k in OPTIONS}}
+    palette = _palette(_write(tmp_path, frame, options))
+    _, _, table = _tables(frame, palette)
+    assert table["agrees"].notna().all()
+    cauchy = table.loc[(table["family"] == "smooth_cauchy") & (table["epsilon"] == 0.1)]
+    assert list(cauchy["mechanism"]) == ["smooth_cauchy", "smooth_cauchy_nrs07"]
+    assert cauchy["ours"].iloc[1] == pytest.approx(1.5 * cauchy["ours"].iloc[0], rel=1e-12)
+    markdown = plot_figure1.paper_table(table, 0.25, palette)
+    assert "| N(0, 1) | SmoothSens_ε (Cauchy), NRS07 replace-one SS | 0.1 | 0 | 0 |" in markdown
+    assert "not run" not in markdown
+
+
+def test_a_replace_one_run_alone_reproduces_the_quoted_rows(tmp_path: Path) -> None:
+    # The mechanisms of conf/experiment/figure1_replace_one.yaml, labels as written there.
+    config = OmegaConf.load(CONF / "experiment" / "figure1_replace_one.yaml")
+    entries = [
+        OmegaConf.to_container(
+            OmegaConf.load(CONF / "mechanism" / f"{m}.yaml") if isinstance(m, str) else m
+        )
+        for m in config.mechanisms
+    ]
+    labels = {"smooth_cauchy": "smooth_cauchy_nrs07", "smooth_laplace": "smooth_laplace_nrs07"}
+    labels["laplace_ln"] = "laplace_ln_nrs07"
     frame = build_summary()
-    frame.loc[3, "mean_abs_error"] = np.inf
-    with pytest.raises(plot_figure1.InputError, match="mean_abs_error"):
-        plot_figure1.split_failed(frame)
+    frame = frame.loc[frame["mechanism"].isin(["duff", *labels])]
+    frame = frame.assign(
+        mechanism=frame["mechanism"].replace(labels),
+        neighbouring=np.where(frame["mechanism"] == "duff", "add_remove", "replace_one"),
+    )
+    options = {e["label"]: e.get("options", {}) for e in entries}
+    assert set(frame["mechanism"]) <= set(options)
+    palette = _palette(_write(tmp_path, frame, options))
+    _, _, table = _tables(frame, palette)
+    assert table["agrees"].notna().all(), table  # no "not run"
+    assert set(table["mechanism"]) == set(labels.values())
+    name = palette.name("smooth_laplace_nrs07")
+    assert name == "SmoothSens_ε,δ (Laplace), NRS07 replace-one SS"
+    # The long names still fit: the legend takes more rows rather than leave the figure.
+    agg, _, _ = _tables(frame, palette)
+    fig, _ = plot_figure1.draw_figure(agg, DATASETS, palette)
+    try:
+        legend = fig.legends[0]
+        assert legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width
+        assert name + ", δ=0.001" in [t.get_text() for t in legend.get_texts()]
+    finally:
+        plt.close(fig)
+
+
+def test_invalid_summary_values_exit_2_naming_line_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: a blank delta was read as 0 and an infinite error was caught only in ok rows
+    # after a pandas parse; now every value is checked where it is read.
     frame = build_summary()
-    duplicated = pd.concat([frame, frame.iloc[[0]]], ignore_index=True)
-    with pytest.raises(plot_figure1.InputError, match="duplicate"):
-        plot_figure1.split_failed(duplicated)
+    for column, value, message in [
+        ("mean_abs_error", np.inf, "line 5, column mean_abs_error: inf is not a finite number"),
+        ("delta", np.nan, "line 5, column delta: nan is not a finite number >= 0"),
+        ("n", "many", "line 5, column n: 'many' is not an integer"),
+    ]:
+        broken = frame.astype({column: object})
+        broken.loc[3, column] = value
+        results = write_results(tmp_path / column, broken, OPTIONS)
+        assert plot_figure1.main([str(results)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("plot_figure1: error: ") and err.count("\n") == 1
+        assert f"{results / 'summary.csv'}: {message}" in err
+        assert not (results / "figure1.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("cut", "message"),
+    [
+        pytest.param(lambda t: t[: len(t) // 3], "truncated (its last line is incomplete)"),
+        pytest.param(
+            lambda t: t[: t.index("\n", len(t) // 3) + 1],
+            "rows where run.json's plan has 180",
+            id="cut at a line end",
+        ),
+        pytest.param(lambda t: t + t.splitlines()[1] + "\n", "repeats the cell of an earlier row"),
+        pytest.param(lambda t: t.replace(",ok\n", ",ok,\n", 1), "has 25 of 24 fields"),
+    ],
+)
+def test_truncated_or_corrupt_summary_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cut, message: str
+) -> None:
+    # Before: a truncated summary was plotted from the rows that were left (exit 0).
+    results = _write(tmp_path, build_summary())
+    summary = results / "summary.csv"
+    summary.write_text(cut(summary.read_text(encoding="utf-8")), encoding="utf-8")
+    assert plot_figure1.main([str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"plot_figure1: error: {summary}") and err.count("\n") == 1
+    assert message.replace("24", str(len(results_reader.SUMMARY_SPEC.columns))) in err
+    assert "Traceback" not in err
+    assert not (results / "figure1.png").exists()
+
+
+def test_a_summary_of_another_plan_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frame = build_summary()
+    results = _write(tmp_path, frame)
+    extra = write_results(tmp_path / "more", frame.assign(replicate=frame["replicate"] + 1))
+    (results / "summary.csv").write_bytes((extra / "summary.csv").read_bytes())
+    assert plot_figure1.main([str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "45 missing (e.g. normal replicate 0 duff ε=0.1)" in err
+    assert "45 not in the plan (e.g. normal replicate 4 duff ε=0.1)" in err
+    assert "rerun the experiment with results_dir=" in err
 
 
 def test_aggregate_is_mean_and_sd_across_datasets() -> None:
@@ -230,14 +349,14 @@ def test_aggregate_is_mean_and_sd_across_datasets() -> None:
     assert not bool(agg.loc[("normal", "duff"), "delta_is_one_over_n"])
 
 
-def test_error_bars_drawn_are_mean_plus_minus_sd() -> None:
-    frame = build_summary()
-    ok, _ = plot_figure1.split_failed(frame)
-    agg = plot_figure1.aggregate(ok)
-    fig, panels = plot_figure1.draw_figure(agg, DATASETS)
+def test_error_bars_drawn_are_mean_plus_minus_sd(run: tuple[Path, pd.DataFrame, str, int]) -> None:
+    results, frame, _, _ = run
+    palette = _palette(results)
+    agg, _, _ = _tables(frame, palette)
+    fig, panels = plot_figure1.draw_figure(agg, DATASETS, palette)
     try:
         ax = panels["uniform"]
-        label = figure_style.display_name("duff")
+        label = palette.name("duff")
         (container,) = [c for c in ax.containers if c.get_label() == label]
         segments = container.lines[2][0].get_segments()
         expected = agg.loc[(agg["dataset"] == "uniform") & (agg["mechanism"] == "duff")]
@@ -255,18 +374,19 @@ def test_failed_rows_are_excluded_and_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     frame = build_summary()
-    failed = frame.loc[_cell(frame, "normal", "laplace_ln", 0.1)].head(3).copy()
-    failed["replicate"] += 100
-    failed["mean_abs_error"] = [np.nan, 1e9, 1e9]
-    failed["status"] = "ValueError: optimiser did not converge"
-    results = _write(tmp_path, pd.concat([frame, failed], ignore_index=True))
+    failed = frame.index[_cell(frame, "normal", "laplace_ln", 0.1)][:3]
+    broken = frame.copy()
+    broken.loc[failed, ["true_value", "mean_abs_error", "sd_abs_error", "rmse"]] = np.nan
+    broken.loc[failed, "status"] = "ValueError: optimiser did not converge"
+    results = _write(tmp_path, broken)
     assert plot_figure1.main([str(results)]) == 0
     err = capsys.readouterr().err
     assert "excluded 3 row(s) with status != 'ok'" in err
     assert "3 x dataset=normal mechanism=laplace_ln" in err
     assert "optimiser did not converge" in err
     report = (results / "figure1_ratios.md").read_text(encoding="utf-8")
-    expected = _mean(frame, "normal", "laplace_ln", 0.1) / _mean(frame, "normal", "duff", 0.1)
+    kept = frame.loc[frame.index.difference(failed)]
+    expected = _mean(kept, "normal", "laplace_ln", 0.1) / _mean(frame, "normal", "duff", 0.1)
     assert f"{expected:.3g}×" in report  # the failed rows did not enter the mean
     assert "ValueError: optimiser did not converge" in report.split("## Excluded rows")[1]
 
@@ -275,10 +395,12 @@ def test_failed_rows_are_excluded_and_reported(
 def test_missing_column_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], column: str
 ) -> None:
-    results = _write(tmp_path, build_summary().drop(columns=[column]))
+    results = _write(tmp_path, build_summary())
+    summary = pd.read_csv(results / "summary.csv", keep_default_na=False, dtype=str)
+    summary.drop(columns=[column]).to_csv(results / "summary.csv", index=False)
     assert plot_figure1.main([str(results)]) == 2
     err = capsys.readouterr().err
-    assert f"missing column(s): {column}" in err
+    assert f"(missing: {column}; unexpected: -)" in err
     assert "Traceback" not in err
     assert not (results / "figure1.png").exists()
 
@@ -287,12 +409,14 @@ def test_missing_duff_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     frame = build_summary()
     results = _write(tmp_path, frame.loc[frame["mechanism"] != "duff"])
     assert plot_figure1.main([str(results)]) == 2
-    assert "no successful 'duff' rows" in capsys.readouterr().err
+    assert "need one Duff series as reference; the run has none" in capsys.readouterr().err
 
 
 def test_all_duff_rows_failed_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     frame = build_summary()
-    frame.loc[frame["mechanism"] == "duff", "status"] = "RuntimeError: boom"
+    duff = frame["mechanism"] == "duff"
+    frame.loc[duff, "status"] = "RuntimeError: boom"
+    frame.loc[duff, ["true_value", "mean_abs_error", "rmse"]] = np.nan
     results = _write(tmp_path, frame)
     assert plot_figure1.main([str(results)]) == 2
     err = capsys.readouterr().err
@@ -300,9 +424,13 @@ def test_all_duff_rows_failed_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "no successful 'duff' rows" in err
 
 
-def test_missing_summary_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert plot_figure1.main([str(tmp_path)]) == 2
-    assert "summary.csv: no such file" in capsys.readouterr().err
+    assert f"{tmp_path / 'run.json'}: no such file" in capsys.readouterr().err
+    results = _write(tmp_path, build_summary())
+    (results / "summary.csv").unlink()
+    assert plot_figure1.main([str(results)]) == 2
+    assert f"{results / 'summary.csv'}: no such file" in capsys.readouterr().err
 
 
 def test_notes_are_copied_verbatim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -349,36 +477,51 @@ def test_guarantee_table_uses_reported_guarantee(run: tuple[Path, pd.DataFrame, 
     )
 
 
-def test_figure_style() -> None:
-    duff = figure_style.style("duff")
-    assert duff.name == "Duff (EM)" and duff.linestyle == "-"
-    names = {
-        "quantile_em": "Quantile EM",
-        "smooth_cauchy": "SmoothSens_ε (Cauchy)",
-        "smooth_laplace": "SmoothSens_ε,δ (Laplace)",
-        "laplace_ln": "LaplaceLN",
+def _info(label: str, name: str, **options: str) -> results_reader.MechanismInfo:
+    return results_reader.MechanismInfo(label, name, options, takes_delta=False)
+
+
+def test_figure_style_follows_the_mechanism_not_its_label() -> None:
+    kinds = {
+        "duff": figure_style.kind_of(_info("duff", "duff"), True, "add_remove"),
+        "my_plugin": figure_style.kind_of(_info("my_plugin", "mine"), True, "add_remove"),
+        # labels that lie: the style must follow the data
+        "laplace_ln_public": figure_style.kind_of(
+            _info("laplace_ln_public", "laplace_ln", tuning="oracle"), False, "add_remove"
+        ),
+        "ln": figure_style.kind_of(_info("ln", "laplace_ln", tuning="public"), True, "add_remove"),
+        "x": figure_style.kind_of(
+            _info("x", "laplace_ln", target="approx_dp"), False, "add_remove"
+        ),
+        "cauchy_nrs07": figure_style.kind_of(
+            _info("cauchy_nrs07", "smooth_cauchy", neighbours="replace_one"), True, "replace_one"
+        ),
+        "cauchy": figure_style.kind_of(_info("cauchy", "smooth_cauchy"), True, "add_remove"),
     }
-    for label, name in names.items():
-        assert figure_style.display_name(label) == name
-    public = figure_style.style("laplace_ln_public")
-    plain = figure_style.style("laplace_ln")
-    assert public.colour == plain.colour and public.marker == plain.marker
-    assert public.linestyle == "--" and plain.linestyle == "-"
-    assert public.name.startswith("LaplaceLN")
-    unknown = figure_style.style("my_plugin")
-    assert unknown == figure_style.style("my_plugin")
-    assert unknown.colour not in figure_style.KNOWN_COLOURS.values()
-    assert unknown.name == "my_plugin"
-    labels = ["my_plugin", "laplace_ln_public", "duff", "laplace_ln", "smooth_cauchy"]
-    assert sorted(labels, key=figure_style.sort_key) == [
-        "duff",
-        "smooth_cauchy",
-        "laplace_ln",
-        "laplace_ln_public",
-        "my_plugin",
+    palette = figure_style.Palette(kinds)
+    duff = palette.style("duff")
+    assert duff.name == "Duff (EM)" and duff.linestyle == "-"
+    oracle, public = palette.style("laplace_ln_public"), palette.style("ln")
+    assert oracle.name == "LaplaceLN" and oracle.linestyle == "-"  # private False: oracle
+    assert public.name == "LaplaceLN, public tuning" and public.linestyle == "--"
+    assert public.colour == oracle.colour and public.marker == oracle.marker
+    assert palette.name("x") == "LaplaceLN, (ε, δ)-matched"
+    twin, plain = palette.style("cauchy_nrs07"), palette.style("cauchy")
+    assert twin.name == "SmoothSens_ε (Cauchy), NRS07 replace-one SS" and twin.linestyle == "-."
+    assert twin.marker == plain.marker and twin.colour != plain.colour
+    hue = [
+        matplotlib.colors.rgb_to_hsv(matplotlib.colors.to_rgb(s.colour))[0] for s in (twin, plain)
     ]
+    assert hue[0] == pytest.approx(hue[1], abs=0.02)  # same colour family, lighter
+    unknown = palette.style("my_plugin")
+    assert unknown.name == "my_plugin"
+    assert unknown.colour not in {f.colour for f in figure_style.FAMILIES}
+    no_rows = figure_style.kind_of(_info("my_plugin", "mine"), None, None)  # options decide
+    assert figure_style.style_of(no_rows) == unknown
+    order = sorted(kinds, key=palette.sort_key)
+    assert order == ["duff", "cauchy", "cauchy_nrs07", "laplace_ln_public", "ln", "x", "my_plugin"]
     with pytest.raises(ValueError, match="label"):
-        figure_style.style("")
+        palette.style("absent")
 
 
 # ------------------------------------------------------------------ --bounds
@@ -415,14 +558,17 @@ def test_bounds_option_writes_figure_and_coverage(estimates_run: Path, tmp_path:
     assert set(rows["mechanism"]) == {"duff", "quantile_em", "smooth_cauchy"}
     assert set(rows["dataset"]) == {"normal", "beta"}
     table = (out / "bounds_coverage.md").read_text(encoding="utf-8")
-    assert "| quantile_em | seed 004, attempt 3 (rank error) | rank error | beta | 2 |" in table
+    assert (
+        "| quantile_em | Brown's lecture notes, attempt 3 (rank error) | rank error | beta | 2 |"
+        in table
+    )
     with pytest.raises(SystemExit):
         plot_figure1.main([str(estimates_run), "--bounds", "--eta", "0"])
     # --mechanisms keeps Duff and the named mechanism only
     args = plot_figure1.parse_args(
         [str(estimates_run), "--bounds", "--mechanisms", "smooth_cauchy"]
     )
-    rows, table = plot_figure1.bound_results(args, ["normal"])
+    rows, table = plot_figure1.bound_results(args, ["normal"], "duff")
     assert set(rows["mechanism"]) == {"duff", "smooth_cauchy"}
     assert set(table["dataset"]) == {"normal"}
 
@@ -430,18 +576,20 @@ def test_bounds_option_writes_figure_and_coverage(estimates_run: Path, tmp_path:
 def test_bound_lines_are_dashed_means_in_the_mechanism_colour(estimates_run: Path) -> None:
     bounds_coverage = importlib.import_module("bounds_coverage")
     rows, _ = bounds_coverage.coverage(estimates_run, 0.05)
-    frame = plot_figure1.load_summary(estimates_run / "summary.csv")
-    ok, _ = plot_figure1.split_failed(frame)
-    fig, panels = plot_figure1.draw_figure(plot_figure1.aggregate(ok), ["normal", "beta"])
+    results = results_reader.load(estimates_run)
+    palette = figure_style.palette(results)
+    ok, _ = plot_figure1.split_failed(results.summary)
+    agg = plot_figure1.aggregate(ok)
+    fig, panels = plot_figure1.draw_figure(agg, ["normal", "beta"], palette)
     try:
-        plot_figure1.draw_bounds(fig, panels, plot_figure1.bound_lines(rows), 0.05)
+        plot_figure1.draw_bounds(fig, panels, plot_figure1.bound_lines(rows), 0.05, palette)
         for dataset, ax in panels.items():
             for mechanism, bound in [
                 ("duff", "corollary1"),
                 ("quantile_em", "attempt3"),
                 ("smooth_cauchy", "proposition7"),
             ]:
-                label = f"{figure_style.display_name(mechanism)}: bound on 0.95-quantile"
+                label = f"{palette.name(mechanism)}: bound on 0.95-quantile"
                 (line,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
                 cell = rows.loc[
                     (rows["dataset"] == dataset)
@@ -451,12 +599,12 @@ def test_bound_lines_are_dashed_means_in_the_mechanism_colour(estimates_run: Pat
                 expected = cell.groupby("epsilon")["abs_error"].mean().sort_index()
                 np.testing.assert_allclose(line.get_xdata(), expected.index)
                 np.testing.assert_allclose(line.get_ydata(), expected.values, rtol=1e-12)
-                assert line.get_color() == figure_style.style(mechanism).colour
+                assert line.get_color() == palette.style(mechanism).colour
                 assert line.get_linestyle() == "--"
             paper_c = [ln for ln in ax.get_lines() if "2(b" in str(ln.get_label())]
             assert not paper_c  # the paper-C variant is tabulated, not drawn
         texts = [t.get_text() for t in fig.legends[0].get_texts()]
-        assert texts[0] == figure_style.display_name("duff")
+        assert texts[0] == palette.name("duff")
         assert texts[-1].endswith("bound on 0.95-quantile")
     finally:
         plt.close(fig)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
-import json
 import sys
 from pathlib import Path
 
@@ -19,10 +18,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from results_helpers import write_results
 
 import mechanisms
-from experiments.datasets import VERTEBRAL_MEASUREMENTS, vertebral_datasets
-from experiments.results import ESTIMATE_KEYS, SUMMARY_COLUMNS
+from experiments.vertebral import VERTEBRAL_MEASUREMENTS, VertebralColumn
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -76,7 +75,9 @@ def write_vertebral_file(path: Path, seed: int = 7) -> Path:
     return path
 
 
-def _row(dataset, mechanism: str, estimates: np.ndarray, status: str = "ok") -> dict:
+def _row(
+    dataset, mechanism: str, estimates: np.ndarray, epsilon: float = EPSILON, status: str = "ok"
+) -> dict:
     truth = float(np.sort(dataset.values)[(dataset.size - 1) // 2])
     delta = 1.0 / dataset.size if mechanism == "laplace_ln" else 0.0
     ok = status == "ok"
@@ -89,28 +90,33 @@ def _row(dataset, mechanism: str, estimates: np.ndarray, status: str = "ok") -> 
         "upper": dataset.upper,
         "mechanism": mechanism,
         "registry_name": mechanism,
-        "epsilon": EPSILON,
+        "epsilon": epsilon,
         "delta": delta,
         "trials": estimates.size,
         "true_value": truth if ok else np.nan,
         "mean_abs_error": float(np.mean(np.abs(estimates - truth))) if ok else np.nan,
-        "sd_abs_error": np.nan,
-        "rmse": np.nan,
-        "mean_error": np.nan,
+        "sd_abs_error": float(np.std(np.abs(estimates - truth), ddof=1)) if ok else np.nan,
+        "rmse": float(np.sqrt(np.mean((estimates - truth) ** 2))) if ok else np.nan,
+        "mean_error": float(np.mean(estimates - truth)) if ok else np.nan,
         "seconds": 0.01,
-        "guarantee_epsilon": 4.2 if mechanism == "laplace_ln" else EPSILON,
+        "guarantee_epsilon": 4.2 if mechanism == "laplace_ln" else epsilon,
         "guarantee_delta": delta,
-        "rho": EPSILON**2 / 2 if mechanism == "laplace_ln" else np.nan,
+        "rho": epsilon**2 / 2 if mechanism == "laplace_ln" else np.nan,
         "neighbouring": "add_remove",
         "private": mechanism != "laplace_ln",
         "status": status,
     }
 
 
-def build_results(tmp_path: Path) -> tuple[Path, Path, pd.DataFrame]:
-    """A results directory in the harness's format: run.json, summary.csv, estimates.npz."""
+def build_results(
+    tmp_path: Path, epsilons: tuple[float, ...] = (EPSILON,)
+) -> tuple[Path, Path, pd.DataFrame]:
+    """A results directory in the harness's format: run.json, summary.csv, estimates.npz.
+
+    quantile_em fails on every subset (status "ValueError: boom"): excluded and listed.
+    """
     data_file = write_vertebral_file(tmp_path / "column_2C.dat")
-    datasets = vertebral_datasets({"name": "vertebral", "path": str(data_file)})
+    datasets = VertebralColumn.from_config(name="vertebral", path=str(data_file))
     rng = np.random.default_rng(11)
     rows, matrices = [], []
     for dataset in datasets:
@@ -123,25 +129,21 @@ def build_results(tmp_path: Path) -> tuple[Path, Path, pd.DataFrame]:
                 scale = 5.0 if mechanism == "laplace_ln" else 0.5
                 estimates = truth + rng.normal(0, scale, 4)
             estimates = np.clip(estimates, dataset.lower, dataset.upper)
-            rows.append(_row(dataset, mechanism, estimates))
-            matrices.append(estimates)
-        if dataset.subset == "pelvic_tilt/NO":  # a failed mechanism: excluded and listed
-            rows.append(_row(dataset, "quantile_em", np.zeros(4), "ValueError: boom"))
-            matrices.append(np.full(4, np.nan))
-    summary = pd.DataFrame.from_records(rows, columns=list(SUMMARY_COLUMNS))
-    results = tmp_path / "results"
-    results.mkdir()
-    summary.to_csv(results / "summary.csv", index=False)
-    arrays = {key: summary[key].to_numpy() for key in ESTIMATE_KEYS}
-    arrays = {k: v.astype(str) if v.dtype == object else v for k, v in arrays.items()}
-    np.savez(results / "estimates.npz", **arrays, estimates=np.vstack(matrices))
-    run = {
-        "experiment": "figure2",
-        "runtime_seconds": 1.5,
-        "datasets": [{"id": d.id, "source": d.source} for d in datasets],
-        "numbers": {"datasets": [{"id": d.id, **d.describe()} for d in datasets]},
-    }
-    (results / "run.json").write_text(json.dumps(run), encoding="utf-8")
+            rows += [_row(dataset, mechanism, estimates, epsilon) for epsilon in epsilons]
+            matrices += [estimates] * len(epsilons)
+        rows += [_row(dataset, "quantile_em", np.zeros(4), e, "ValueError: boom") for e in epsilons]
+        matrices += [np.full(4, np.nan)] * len(epsilons)
+    summary = pd.DataFrame.from_records(rows)
+    results = write_results(
+        tmp_path / "results",
+        summary,
+        {"laplace_ln": {"tuning": "oracle"}},
+        dataset_fields={d.id: d.describe() for d in datasets},
+        estimates=np.vstack(matrices),
+        experiment="figure2",
+        runtime_seconds=1.5,
+        datasets=[{"id": d.id, "source": d.source} for d in datasets],
+    )
     return results, data_file, summary
 
 
@@ -197,7 +199,8 @@ def test_loaded_cells_and_table(tmp_path: Path) -> None:
     assert results.mechanisms == ("laplace_ln", "duff")
     assert results.measurements == VERTEBRAL_MEASUREMENTS
     assert results.epsilon == EPSILON
-    assert list(results.failed["mechanism"]) == ["quantile_em"]
+    assert set(results.failed["mechanism"]) == {"quantile_em"}
+    assert len(results.failed) == 2 * len(VERTEBRAL_MEASUREMENTS)
     table = plot_figure2.table_rows(results).set_index(["measurement", "mechanism"])
     duff = table.loc[("pelvic_incidence", "duff")]
     laplace = table.loc[("pelvic_incidence", "laplace_ln")]
@@ -212,20 +215,28 @@ def test_loaded_cells_and_table(tmp_path: Path) -> None:
 
 
 def test_mechanism_order_puts_laplace_ln_and_duff_first() -> None:
-    labels = [
-        "my_plugin",
-        "quantile_em",
-        "duff",
-        "smooth_cauchy",
+    from experiments.results_reader import MechanismInfo
+
+    entries = {
+        "my_plugin": ("mine", {}, True),
+        "quantile_em": ("quantile_em", {}, True),
+        "the_paper_s_duff": ("duff", {}, True),
+        "smooth_cauchy": ("smooth_cauchy", {}, True),
+        "laplace_ln_public": ("laplace_ln", {"tuning": "public"}, True),
+        "ln": ("laplace_ln", {"tuning": "oracle"}, False),
+    }
+    palette = figure_style.Palette(
+        {
+            label: figure_style.kind_of(MechanismInfo(label, name, options, True), private, "")
+            for label, (name, options, private) in entries.items()
+        }
+    )
+    assert sorted(entries, key=lambda m: plot_figure2.mechanism_order(palette, m)) == [
+        "ln",
         "laplace_ln_public",
-        "laplace_ln",
-    ]
-    assert sorted(labels, key=plot_figure2.mechanism_order) == [
-        "laplace_ln",
-        "duff",
+        "the_paper_s_duff",
         "quantile_em",
         "smooth_cauchy",
-        "laplace_ln_public",
         "my_plugin",
     ]
 
@@ -233,7 +244,7 @@ def test_mechanism_order_puts_laplace_ln_and_duff_first() -> None:
 def test_class_colours_are_fixed_and_distinct() -> None:
     ab, no = figure_style.class_colour("AB"), figure_style.class_colour("NO")
     assert ab != no
-    assert {ab, no}.isdisjoint(figure_style.KNOWN_COLOURS.values())
+    assert {ab, no}.isdisjoint(f.colour for f in figure_style.FAMILIES)
     assert figure_style.class_colour("XY") == figure_style.class_colour("XY")
     assert figure_style.class_name("NO") == "NO (normal)"
     with pytest.raises(ValueError, match="label"):
@@ -355,6 +366,37 @@ def test_missing_run_and_summary_are_exit_2(tmp_path: Path) -> None:
     assert "run.json: no such file" in _error([str(results)])
 
 
+@pytest.mark.parametrize(
+    ("cut", "message"),
+    [
+        pytest.param(lambda t: t[:-3], "truncated (its last line is incomplete)", id="mid-line"),
+        pytest.param(
+            lambda t: "".join(t.splitlines(keepends=True)[:-6]),
+            "30 rows where run.json's plan has 36; 6 missing",
+            id="rows lost",
+        ),
+    ],
+)
+def test_truncated_summary_is_exit_2(tmp_path: Path, cut, message: str) -> None:
+    # Before: a summary cut at a line end was drawn from the rows that were left (exit 0),
+    # or the estimates were refused as misaligned without saying that the summary was cut.
+    results, _, _ = build_results(tmp_path)
+    summary = results / "summary.csv"
+    summary.write_text(cut(summary.read_text(encoding="utf-8")), encoding="utf-8")
+    stderr = _error([str(results)])
+    assert stderr.count("\n") == 1 and f"{summary}: {message}" in stderr
+    assert not (results / "figure3.png").exists()
+
+
+def test_corrupt_estimates_are_exit_2(tmp_path: Path) -> None:
+    results, _, _ = build_results(tmp_path)
+    npz = results / "estimates.npz"
+    npz.write_bytes(npz.read_bytes()[:100])
+    stderr = _error([str(results)])
+    assert stderr.count("\n") == 1 and f"{npz}: unreadable" in stderr
+    assert "rerun the experiment with results_dir=" in stderr
+
+
 def test_misaligned_estimates_are_exit_2(tmp_path: Path) -> None:
     results, _, _ = build_results(tmp_path)
     with np.load(results / "estimates.npz") as stored:
@@ -372,10 +414,10 @@ def test_other_data_is_refused(tmp_path: Path) -> None:
 
 
 def test_several_epsilons_need_a_choice(tmp_path: Path) -> None:
-    results, _, summary = build_results(tmp_path)
-    summary.loc[summary["mechanism"] == "duff", "epsilon"] = 1.0
-    summary.to_csv(results / "summary.csv", index=False)
+    results, _, _ = build_results(tmp_path, epsilons=(EPSILON, 1.0))
     assert "choose one with --epsilon" in _error([str(results)])
+    status, _, stderr = run_main([str(results), "--epsilon", "1", "--out", str(tmp_path / "o")])
+    assert status == 0, stderr
     assert "no rows at ε = 2" in _error([str(results), "--epsilon", "2"])
 
 

@@ -17,15 +17,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from results_helpers import default_value
 
 import mechanisms
 from experiments import regress
 from experiments.plan import build_plan
 from experiments.results import SUMMARY_COLUMNS
 from experiments.run import run
+from mechanisms.duff import Duff
+from mechanisms.smooth_cauchy import SmoothCauchy
 
 STUDY = {"duff", "quantile_em", "smooth_cauchy", "smooth_laplace", "laplace_ln"}
-ORIGINAL_MAKE = mechanisms.make
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +47,27 @@ def slice_run(path: Path, dataset: str, labels: list[str]) -> regress.Candidate:
     return regress.read_candidate(out)
 
 
-def patch_make(monkeypatch: pytest.MonkeyPatch, name: str, **changes) -> None:
-    """Make mechanism ``name`` with ``epsilon`` scaled by changes['epsilon_factor'] or options."""
-    factor = changes.pop("epsilon_factor", 1.0)
+class HalfEpsilonDuff(Duff):
+    """Duff calibrated to half the requested ε: twice the noise, as after a bad change."""
 
-    def make(registry_name: str, *, epsilon: float, delta=None, **options):
-        if registry_name == name:
-            epsilon, options = epsilon * factor, {**options, **changes}
-        return ORIGINAL_MAKE(registry_name, epsilon=epsilon, delta=delta, **options)
+    def __init__(self, *, epsilon: float, delta: float | None = None, **options) -> None:
+        super().__init__(epsilon=epsilon / 2, delta=delta, **options)
 
-    monkeypatch.setattr(mechanisms, "make", make)
+
+class UnclippedSmoothCauchy(SmoothCauchy):
+    """SmoothSens_ε whose output is no longer clipped to [a, b], as after a bad change."""
+
+    def __init__(self, **arguments) -> None:
+        super().__init__(**{**arguments, "clip_output": False})
+
+
+def patch_class(monkeypatch: pytest.MonkeyPatch, name: str, cls: type) -> None:
+    """Resolve registry name ``name`` to ``cls``: the config, and so every cell hash, stays
+    the same, as after a bad code change (workers import ``cls`` from this module)."""
+    original = mechanisms.get
+    monkeypatch.setattr(
+        mechanisms, "get", lambda wanted: cls if wanted == name else original(wanted)
+    )
 
 
 def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> Path:
@@ -71,7 +84,7 @@ def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> P
         for replicate in range(int(cell["replicates"])):
             rows.append(
                 {
-                    **dict.fromkeys(SUMMARY_COLUMNS, 0.0),
+                    **{column: default_value(column) for column in SUMMARY_COLUMNS},
                     "dataset": dataset,
                     "subset": subset,
                     "replicate": replicate,
@@ -143,7 +156,7 @@ def test_a_clean_run_passes(baseline, tmp_path) -> None:
 
 
 def test_a_mechanism_run_at_half_epsilon_fails(baseline, tmp_path, monkeypatch) -> None:
-    patch_make(monkeypatch, "duff", epsilon_factor=0.5)
+    patch_class(monkeypatch, "duff", HalfEpsilonDuff)
     report = regress.compare(baseline, slice_run(tmp_path, "beta", ["duff"]), require_all=False)
     assert not report.passed
     cells = report.cells
@@ -154,16 +167,14 @@ def test_a_mechanism_run_at_half_epsilon_fails(baseline, tmp_path, monkeypatch) 
 
 
 def test_a_noise_mechanism_that_skips_output_clipping_fails(baseline, tmp_path, monkeypatch):
-    # Unclipped Cauchy-type noise leaves [0, 1]; the harness records such rows as failed
-    # (their error is not averaged), and the gate fails those cells.
-    patch_make(monkeypatch, "smooth_cauchy", clip_output=False)
+    # Unclipped Cauchy-type noise leaves [0, 1]: its heavy tail multiplies the error.
+    patch_class(monkeypatch, "smooth_cauchy", UnclippedSmoothCauchy)
     report = regress.compare(
         baseline, slice_run(tmp_path, "uniform", ["smooth_cauchy"]), require_all=False
     )
     assert not report.passed
-    assert (report.cells["verdict"] == "FAILED").all()
-    text = regress.render(report)
-    assert "rows failed" in text and "estimates are outside [0, 1]" in text
+    assert (report.cells["verdict"] == "WORSE").all()
+    assert "regression gate FAILED: 3 of 3 cells (3 worse" in regress.render(report)
 
 
 # --------------------------------------------------------- candidate files, CLI
@@ -218,11 +229,21 @@ def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_p
     assert "63/63 cells identical" in capsys.readouterr().out
 
 
-def _input_error(args: list[str], capsys, match: str) -> None:
+def _input_error(args: list[str], capsys, match: str) -> str:
+    """Exit status 2 with one line on stderr holding ``match``; returns that line."""
     assert regress.main(args) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("duff-regress: error:") and match in captured.err
+    assert captured.err.count("\n") == 1, captured.err
+    return captured.err
+
+
+def _rewrite_run(path: Path, manifest: dict, numbers: dict, *, rehash: bool = True) -> None:
+    digest = regress.config_hash(numbers) if rehash else manifest["config_hash"]
+    (path / "run.json").write_text(
+        json.dumps({**manifest, "numbers": numbers, "config_hash": digest})
+    )
 
 
 def test_input_errors_exit_2(baseline, plan, tmp_path, capsys) -> None:
@@ -235,36 +256,96 @@ def test_input_errors_exit_2(baseline, plan, tmp_path, capsys) -> None:
     other.mkdir()
     (other / "run.json").write_text((good / "run.json").read_text())
     pd.read_csv(good / "summary.csv").drop(columns="rmse").to_csv(other / "summary.csv")
-    _input_error(["--candidate", str(other)], capsys, "missing: rmse; unexpected: Unnamed: 0")
+    _input_error(["--candidate", str(other)], capsys, "missing: rmse; unexpected: (unnamed)")
     # another config: same cells, another seed
     manifest = json.loads((good / "run.json").read_text())
     numbers = {**manifest["numbers"], "seed": 7}
     reseeded = tmp_path / "reseeded"
     reseeded.mkdir()
     (reseeded / "summary.csv").write_text((good / "summary.csv").read_text())
-    (reseeded / "run.json").write_text(
-        json.dumps({**manifest, "numbers": numbers, "config_hash": regress.config_hash(numbers)})
-    )
+    _rewrite_run(reseeded, manifest, numbers)
     _input_error(["--candidate", str(reseeded)], capsys, "come from another config")
     # a run.json edited by hand no longer matches its hash
-    (reseeded / "run.json").write_text(json.dumps({**manifest, "numbers": numbers}))
+    _rewrite_run(reseeded, manifest, numbers, rehash=False)
     _input_error(["--candidate", str(reseeded)], capsys, "does not match its numbers")
+    # an unfinished run
+    _rewrite_run(reseeded, {**manifest, "status": "running"}, manifest["numbers"])
+    _input_error(["--candidate", str(reseeded)], capsys, "the run is not complete")
     # unreadable files, missing files
     (reseeded / "run.json").write_text("{not json")
-    _input_error(["--candidate", str(reseeded)], capsys, "run.json is unreadable")
+    _input_error(["--candidate", str(reseeded)], capsys, "run.json: not readable as JSON")
     (reseeded / "run.json").unlink()
-    _input_error(["--candidate", str(reseeded)], capsys, "no run.json next to summary.csv")
-    _input_error(["--candidate", str(tmp_path / "absent")], capsys, "no summary.csv there")
+    _input_error(["--candidate", str(reseeded)], capsys, "run.json: no such file")
+    _input_error(["--candidate", str(tmp_path / "absent")], capsys, "not a results directory")
     (other / "summary.csv").write_bytes(b"\xff\xfe\x00garbage\n\x00")
-    _input_error(["--candidate", str(other)], capsys, "cannot read")
-    # a candidate missing cells (another dataset list)
-    partial = pd.read_csv(good / "summary.csv", dtype={"subset": str})
-    partial[partial["dataset"] != "beta"].to_csv(good / "summary.csv", index=False)
+    _input_error(["--candidate", str(other)], capsys, "cannot read it as UTF-8")
+    # a complete run of another dataset list lacks baseline cells
+    summary = pd.read_csv(good / "summary.csv", dtype={"subset": str}, keep_default_na=False)
+    summary[summary["dataset"] != "beta"].to_csv(good / "summary.csv", index=False)
+    datasets = [d for d in manifest["numbers"]["datasets"] if d["id"] != "beta"]
+    _rewrite_run(good, manifest, {**manifest["numbers"], "datasets": datasets})
     _input_error(["--candidate", str(good)], capsys, "lacks 21 of the baseline's 63 cells")
     # a broken baseline
     broken = tmp_path / "broken.csv"
     broken.write_text("dataset,mechanism\nnormal,duff\n")
-    _input_error(["--candidate", str(good), "--baseline", str(broken)], capsys, "has columns")
+    _input_error(
+        ["--candidate", str(good), "--baseline", str(broken)], capsys, "missing: subset, epsilon"
+    )
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        pytest.param(lambda text: text[:-8], id="last line cut before its status"),
+        pytest.param(lambda text: text[:-2], id="last field cut"),
+        pytest.param(lambda text: text[: text.index("\n", len(text) // 2) + 1], id="rows lost"),
+        pytest.param(lambda text: text[: len(text) // 2], id="cut mid-file"),
+        pytest.param(
+            lambda text: "\n".join(text.split("\n")[:100] + text.split("\n")[101:]),
+            id="one row lost mid-file",
+        ),
+    ],
+)
+def test_a_truncated_candidate_is_an_input_error(baseline, plan, tmp_path, capsys, cut) -> None:
+    # Before: a last line cut short read as a failed row (exit 1, "FAILED").
+    candidate = write_candidate(tmp_path, baseline, plan)
+    summary = candidate / "summary.csv"
+    summary.write_text(cut(summary.read_text()))
+    line = _input_error(["--candidate", str(candidate)], capsys, str(summary))
+    assert "truncated" in line or "rows where run.json's plan has 12600" in line
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        ("tolerance", "inf", "inf is not a finite number > 0"),
+        ("tolerance", "nan", "nan is not a finite number > 0"),
+        ("tolerance", "-0.1", "-0.1 is not a finite number > 0"),
+        ("tolerance", "1e300", "not max(MIN_EFFECT, z·√2·se_log)"),
+        ("mean_abs_error", "inf", "inf is not a finite number > 0"),
+        ("replicate_sd", "", "nan is not a finite number >= 0"),
+        ("se_log", "0.5", "not replicate_sd / (√replicates · mean_abs_error)"),
+        ("epsilon", "-1", "-1.0 is not a finite number > 0"),
+        ("replicates", "1", "1 is below 2"),
+        ("replicates", "2.5", "'2.5' is not an integer"),
+    ],
+)
+def test_a_baseline_that_would_switch_the_gate_off_is_refused(
+    baseline, plan, tmp_path, capsys, column, value, problem
+) -> None:
+    # Before: a tolerance of inf (or an infinite error) passed the checks and the cell
+    # could never fail.
+    rows = regress.BASELINE.read_text().splitlines()
+    header = rows[0].split(",")
+    fields = rows[5].split(",")
+    fields[header.index(column)] = value
+    rows[5] = ",".join(fields)
+    edited = tmp_path / "edited.csv"
+    edited.write_text("\n".join(rows) + "\n")
+    candidate = write_candidate(tmp_path / "run", baseline, plan)
+    line = _input_error(["--candidate", str(candidate), "--baseline", str(edited)], capsys, problem)
+    assert f"baseline {edited}: line 6, column {column}:" in line
+    assert "regenerate it with --update" in line
 
 
 def test_usage_errors_exit_2(tmp_path) -> None:

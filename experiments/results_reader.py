@@ -1,0 +1,455 @@
+"""One validating reader of a results directory: ``run.json``, ``summary.csv``, ``estimates.npz``.
+
+:func:`load` reads what the harness wrote (formats: :mod:`experiments.results`)
+and refuses, with one :class:`ResultsError` naming the file, what it did not
+write whole:
+
+* ``run.json``: a JSON object whose ``numbers`` hash to its ``config_hash`` and
+  name the plan (datasets with their replicates, mechanism entries, ε);
+* ``summary.csv``: exactly the columns :data:`experiments.results.SUMMARY_COLUMNS`,
+  every line complete (a file cut in the middle of a line, or of its last field,
+  is truncated), every value of its column's type, and one row per cell of the
+  plan, ``datasets × replicates × mechanisms × ε``, no more and no fewer;
+  ``status == "ok"`` rows have finite, non-negative errors;
+* ``estimates.npz`` (when asked for): a ``rows × trials`` matrix whose identity
+  arrays (:data:`experiments.results.ESTIMATE_KEYS`) repeat the summary's rows.
+
+Float columns are parsed by :class:`float` from their text, so every number is
+the one the harness wrote, bit for bit (the regression gate relies on it).
+
+Usage::
+
+    results = load(Path("results/figure1/2024-01-01_00-00-00"))
+    results.summary            # typed DataFrame, plan-complete
+    results.mechanisms["duff"] # registry name, options, takes_delta of a label
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from experiments.results import (
+    ESTIMATE_KEYS,
+    ESTIMATES_FILE,
+    RUN_FILE,
+    SUMMARY_COLUMNS,
+    SUMMARY_FILE,
+    config_hash,
+)
+
+KEY = ("dataset", "subset", "replicate", "mechanism", "epsilon")
+"""Columns that identify a row of ``summary.csv``: one cell of the plan."""
+TEXT_COLUMNS = ("dataset", "subset", "mechanism", "registry_name", "neighbouring", "status")
+INT_COLUMNS = ("replicate", "n", "trials")
+BOOL_COLUMNS = ("private", "guarantee_met")
+FLOAT_COLUMNS = tuple(
+    c for c in SUMMARY_COLUMNS if c not in (*TEXT_COLUMNS, *INT_COLUMNS, *BOOL_COLUMNS)
+)
+"""Every other column of ``summary.csv`` is a number (a new text column must be named
+in :data:`TEXT_COLUMNS`, or the reader refuses its values)."""
+BOOLEANS = {"True": True, "False": False}
+
+
+class ResultsError(ValueError):
+    """A results directory the harness did not write whole; the message names the file."""
+
+
+@dataclass(frozen=True)
+class MechanismInfo:
+    """A mechanism entry of ``run.json``: what the label stands for."""
+
+    label: str
+    name: str
+    """Registry name (:func:`mechanisms.make`)."""
+    options: Mapping[str, Any]
+    takes_delta: bool
+
+
+@dataclass(frozen=True)
+class Results:
+    """A checked results directory."""
+
+    directory: Path
+    manifest: Mapping[str, Any]
+    """``run.json`` as written."""
+    summary: pd.DataFrame
+    """``summary.csv``, typed, one row per cell of the plan, in the file's order."""
+    mechanisms: Mapping[str, MechanismInfo]
+    """The plan's mechanism entries by label, in the plan's order."""
+    estimates: Mapping[str, np.ndarray] | None = None
+    """``estimates.npz`` (its ``estimates`` matrix row-aligned with ``summary``), if read."""
+
+    @property
+    def numbers(self) -> Mapping[str, Any]:
+        """What determines the numbers (``run.json``'s ``numbers``)."""
+        return self.manifest["numbers"]
+
+    @property
+    def config_hash(self) -> str:
+        """``run.json``'s ``config_hash`` (checked against its numbers)."""
+        return str(self.manifest["config_hash"])
+
+
+def rebuild_hint(results_dir: Path) -> str:
+    """The remedy for a broken summary or estimates file: rebuild it from the unit files."""
+    return f"rerun the experiment with results_dir={results_dir} to rebuild it from its unit files"
+
+
+# ----------------------------------------------------------------------- run.json
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """``run.json`` as a dict whose ``numbers`` hash to its ``config_hash``."""
+    if not path.is_file():
+        raise ResultsError(f"{path}: no such file (is {path.parent} a results directory?)")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ResultsError(f"{path}: not readable as JSON ({err})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("numbers"), dict):
+        raise ResultsError(f"{path}: expected a JSON object with a 'numbers' object")
+    try:
+        consistent = config_hash(manifest["numbers"]) == manifest.get("config_hash")
+    except (TypeError, ValueError):
+        consistent = False
+    if not consistent:
+        raise ResultsError(f"{path}: its config_hash does not match its numbers (edited?)")
+    return manifest
+
+
+def plan_mechanisms(numbers: Mapping[str, Any], path: Path) -> dict[str, MechanismInfo]:
+    """The mechanism entries of ``numbers`` by label (``path`` names run.json in errors)."""
+    entries: dict[str, MechanismInfo] = {}
+    for entry in _list(numbers, "mechanisms", path):
+        try:
+            info = MechanismInfo(
+                label=_text(entry["label"]),
+                name=_text(entry["name"]),
+                options=dict(entry.get("options") or {}),
+                takes_delta=bool(entry.get("takes_delta", False)),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ResultsError(f"{path}: numbers.mechanisms entry {entry!r} ({err!r})") from None
+        if info.label in entries:
+            raise ResultsError(f"{path}: numbers.mechanisms repeats label {info.label!r}")
+        entries[info.label] = info
+    return entries
+
+
+def expected_cells(numbers: Mapping[str, Any], labels: Sequence[str], path: Path) -> pd.DataFrame:
+    """The rows the plan produces for mechanism ``labels`` (columns :data:`KEY`), in the
+    harness's order."""
+    try:
+        epsilons = [float(e) for e in _list(numbers, "epsilons", path)]
+        datasets = [
+            (*_split_id(_text(d["id"])), int(d.get("replicates", 1)))
+            for d in _list(numbers, "datasets", path)
+        ]
+    except (KeyError, TypeError, ValueError) as err:
+        raise ResultsError(f"{path}: numbers.datasets / epsilons malformed ({err!r})") from None
+    rows = [
+        (dataset, subset, replicate, label, epsilon)
+        for dataset, subset, replicates in datasets
+        for replicate in range(replicates)
+        for label in labels
+        for epsilon in epsilons
+    ]
+    return pd.DataFrame(rows, columns=list(KEY))
+
+
+def _list(numbers: Mapping[str, Any], key: str, path: Path) -> list[Any]:
+    value = numbers.get(key)
+    if not isinstance(value, list) or not value:
+        raise ResultsError(f"{path}: numbers.{key} must be a non-empty list")
+    return value
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _split_id(dataset_id: str) -> tuple[str, str]:
+    """``"vertebral/pelvic_incidence/AB"`` -> ``("vertebral", "pelvic_incidence/AB")``."""
+    name, _, subset = dataset_id.partition("/")
+    return name, subset
+
+
+# --------------------------------------------------------------------- CSV tables
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A CSV table the project writes: its columns, in order, and which are numbers."""
+
+    what: str
+    """How errors name the expected table, e.g. ``"this harness's summary.csv"``."""
+    columns: tuple[str, ...]
+    floats: tuple[str, ...] = ()
+    """Parsed by :class:`float` (``""``, as pandas writes NaN, is NaN)."""
+    ints: tuple[str, ...] = ()
+    bools: tuple[str, ...] = ()
+    """``True`` or ``False``; every other column stays text."""
+
+
+SUMMARY_SPEC = TableSpec(
+    "this harness's summary.csv", SUMMARY_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, BOOL_COLUMNS
+)
+
+Check = tuple[str, str, Callable[[pd.DataFrame], pd.Series]]
+"""(column, what is wrong with a value, which rows are right); NaN compares False."""
+
+
+def read_records(path: Path) -> tuple[list[list[str]], list[int]]:
+    """The records of a CSV file (header first) and the line on which each ends.
+
+    Refuses a file that does not end with a newline: the project writes whole
+    files, so a missing final newline means the file was cut.
+    """
+    if not path.is_file():
+        raise ResultsError(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ResultsError(f"{path}: cannot read it as UTF-8 text ({err})") from None
+    if not text:
+        raise ResultsError(f"{path}: the file is empty")
+    if not text.endswith("\n"):
+        raise ResultsError(f"{path}: truncated (its last line is incomplete)")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records, lines = [], []
+    try:
+        for record in reader:
+            records.append(record)
+            lines.append(reader.line_num)
+    except csv.Error as err:
+        raise ResultsError(f"{path}: not valid CSV at line {reader.line_num} ({err})") from None
+    return records, lines
+
+
+def parse_table(path: Path, spec: TableSpec) -> pd.DataFrame:
+    """The table at ``path``, typed by ``spec``; column ``line`` gives each row's line."""
+    records, lines = read_records(path)
+    header = tuple(records[0])
+    if header != spec.columns:
+        missing = [c for c in spec.columns if c not in header]
+        extra = [c or "(unnamed)" for c in header if c not in spec.columns]
+        order = "" if missing or extra else "; order differs"
+        raise ResultsError(
+            f"{path} does not have the columns of {spec.what} (missing: "
+            f"{', '.join(missing) or '-'}; unexpected: {', '.join(extra) or '-'}{order})"
+        )
+    for record, line in zip(records[1:], lines[1:], strict=True):
+        if len(record) != len(header):
+            raise ResultsError(
+                f"{path}: line {line} has {len(record)} of {len(header)} fields "
+                "(truncated or corrupt)"
+            )
+    columns = list(zip(*records[1:], strict=True)) or [()] * len(header)
+    frame = pd.DataFrame({"line": np.asarray(lines[1:], dtype=np.int64)})
+    for name, values in zip(header, columns, strict=True):
+        frame[name] = _typed(spec, name, values, path, lines[1:])
+    return frame
+
+
+def _typed(
+    spec: TableSpec, name: str, values: Sequence[str], path: Path, lines: Sequence[int]
+) -> np.ndarray:
+    """Column ``name`` parsed to its type in ``spec``."""
+    if name in spec.floats:
+        return _parse(values, _float, np.float64, "a number", (name, path, lines))
+    if name in spec.ints:
+        return _parse(values, int, np.int64, "an integer", (name, path, lines))
+    if name in spec.bools:
+        return _parse(values, BOOLEANS.__getitem__, np.bool_, "True or False", (name, path, lines))
+    return np.asarray(values, dtype=object)
+
+
+def _float(text: str) -> float:
+    return math.nan if text == "" else float(text)
+
+
+def _parse(
+    values: Sequence[str],
+    parse: Callable[[str], Any],
+    dtype: type,
+    kind: str,
+    where: tuple[str, Path, Sequence[int]],
+) -> np.ndarray:
+    """``values`` parsed one by one; the first that fails is named by line and column."""
+    out: np.ndarray = np.empty(len(values), dtype=dtype)
+    for i, text in enumerate(values):
+        try:
+            out[i] = parse(text)
+        except (KeyError, TypeError, ValueError):
+            name, path, lines = where
+            raise ResultsError(
+                f"{path}: line {lines[i]}, column {name}: {text!r} is not {kind}"
+            ) from None
+    return out
+
+
+def finite(frame: pd.DataFrame, column: str) -> pd.Series:
+    """Which values of a float ``column`` are finite."""
+    return pd.Series(np.isfinite(frame[column].to_numpy()), index=frame.index)
+
+
+def at_least(column: str, bound: float = 0.0, *, strict: bool = False) -> Check:
+    """The check that a float ``column`` is finite and ``>= bound`` (``> bound`` if ``strict``)."""
+
+    def right(frame: pd.DataFrame) -> pd.Series:
+        values = frame[column]
+        return finite(frame, column) & ((values > bound) if strict else (values >= bound))
+
+    return (column, f"not a finite number {'>' if strict else '>='} {bound:g}", right)
+
+
+def check_rows(frame: pd.DataFrame, checks: Sequence[Check], path: Path) -> None:
+    """Raise :class:`ResultsError` naming the line and column of the first failed check."""
+    for column, problem, good in checks:
+        right = good(frame)
+        if not right.all():
+            line = int(frame.loc[~right, "line"].iloc[0])
+            value = frame.loc[~right, column].iloc[0]
+            shown = repr(value.item() if isinstance(value, np.generic) else value)
+            raise ResultsError(f"{path}: line {line}, column {column}: {shown} is {problem}")
+
+
+# -------------------------------------------------------------------- summary.csv
+
+
+ROW_CHECKS: tuple[Check, ...] = (
+    ("status", "empty", lambda f: f["status"] != ""),
+    ("lower", "not finite", lambda f: finite(f, "lower")),
+    (
+        "upper",
+        "not a finite number >= lower",
+        lambda f: finite(f, "upper") & (f["upper"] >= f["lower"]),
+    ),
+    at_least("delta"),
+    ("trials", "below 1", lambda f: f["trials"] >= 1),
+    ("n", "negative", lambda f: f["n"] >= 0),
+)
+"""Checks of every row of ``summary.csv``."""
+
+OK_CHECKS: tuple[Check, ...] = (
+    ("true_value", "not finite", lambda f: finite(f, "true_value")),
+    at_least("mean_abs_error"),
+    at_least("rmse"),
+    ("mean_error", "not finite", lambda f: finite(f, "mean_error")),
+)
+"""Checks of the rows with ``status == "ok"``: their errors are defined."""
+
+
+def check_cells(
+    frame: pd.DataFrame, expected: pd.DataFrame, mechanisms: Mapping[str, MechanismInfo], path: Path
+) -> None:
+    """One row per cell of the plan (``expected``), each with its entry's registry name."""
+    keys = pd.MultiIndex.from_frame(frame[list(KEY)])
+    duplicated = keys.duplicated()
+    if duplicated.any():
+        line = int(frame.loc[duplicated, "line"].iloc[0])
+        raise ResultsError(f"{path}: line {line} repeats the cell of an earlier row")
+    planned = pd.MultiIndex.from_frame(expected)
+    missing, extra = planned.difference(keys, sort=False), keys.difference(planned, sort=False)
+    if len(missing) or len(extra):
+        parts = [f"{len(frame)} rows where run.json's plan has {len(planned)}"]
+        if len(missing):
+            parts.append(f"{len(missing)} missing (e.g. {_cell_name(missing[0])})")
+        if len(extra):
+            parts.append(f"{len(extra)} not in the plan (e.g. {_cell_name(extra[0])})")
+        raise ResultsError(f"{path}: {'; '.join(parts)}; {rebuild_hint(path.parent)}")
+    names = frame["mechanism"].map({label: m.name for label, m in mechanisms.items()})
+    wrong = frame["registry_name"] != names
+    if wrong.any():
+        row = frame.loc[wrong].iloc[0]
+        raise ResultsError(
+            f"{path}: line {row['line']}: registry_name {row['registry_name']!r} is not "
+            f"{names[wrong].iloc[0]!r}, the name run.json gives label {row['mechanism']!r}"
+        )
+
+
+def _cell_name(key: tuple) -> str:
+    dataset, subset, replicate, label, epsilon = key
+    where = f"{dataset}/{subset}" if subset else dataset
+    return f"{where} replicate {replicate} {label} ε={epsilon:g}"
+
+
+# ------------------------------------------------------------------ estimates.npz
+
+
+def read_estimates(path: Path, summary: pd.DataFrame, trials: int) -> dict[str, np.ndarray]:
+    """``estimates.npz``, checked to hold ``trials`` estimates for each row of ``summary``."""
+    if not path.is_file():
+        raise ResultsError(
+            f"{path}: no such file; the per-trial estimates are kept only by a run with "
+            "keep_estimates=true"
+        )
+    try:
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as stored:
+            arrays = {key: stored[key] for key in (*ESTIMATE_KEYS, "estimates")}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        hint = rebuild_hint(path.parent)
+        raise ResultsError(f"{path}: unreadable ({err}); {hint}") from None
+    shape = (len(summary), trials)
+    if arrays["estimates"].shape != shape or arrays["estimates"].dtype != np.float64:
+        raise ResultsError(
+            f"{path}: estimates of shape {arrays['estimates'].shape} do not match the "
+            f"{shape[0]} rows × {trials} trials of {SUMMARY_FILE}; {rebuild_hint(path.parent)}"
+        )
+    for key in ESTIMATE_KEYS:
+        if not _same_column(arrays[key], summary[key].to_numpy()):
+            raise ResultsError(
+                f"{path}: its {key} column differs from {SUMMARY_FILE}'s (rows misaligned); "
+                f"{rebuild_hint(path.parent)}"
+            )
+    return arrays
+
+
+def _same_column(stored: np.ndarray, expected: np.ndarray) -> bool:
+    """Whether an identity array of ``estimates.npz`` repeats a summary column (NaN = NaN)."""
+    if stored.shape != expected.shape:
+        return False
+    try:
+        if expected.dtype.kind == "f":
+            return np.array_equal(stored.astype(np.float64), expected, equal_nan=True)
+        return bool((stored.astype(str) == expected.astype(str)).all())
+    except (TypeError, ValueError):
+        return False
+
+
+# -------------------------------------------------------------------------- load
+
+
+def load(results_dir: Path, *, estimates: bool = False) -> Results:
+    """Read and check ``results_dir`` (and its ``estimates.npz`` if ``estimates``)."""
+    results_dir = Path(results_dir)
+    run_path, summary_path = results_dir / RUN_FILE, results_dir / SUMMARY_FILE
+    manifest = read_manifest(run_path)
+    numbers = manifest["numbers"]
+    mechanisms = plan_mechanisms(numbers, run_path)
+    expected = expected_cells(numbers, list(mechanisms), run_path)
+    summary = parse_table(summary_path, SUMMARY_SPEC)
+    check_cells(summary, expected, mechanisms, summary_path)
+    check_rows(summary, ROW_CHECKS, summary_path)
+    check_rows(summary.loc[summary["status"] == "ok"], OK_CHECKS, summary_path)
+    summary = summary.drop(columns="line")
+    arrays = None
+    if estimates:
+        trials = numbers.get("trials")
+        if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
+            raise ResultsError(f"{run_path}: numbers.trials must be a positive integer")
+        arrays = read_estimates(results_dir / ESTIMATES_FILE, summary, trials)
+    return Results(results_dir, manifest, summary, mechanisms, arrays)
