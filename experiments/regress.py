@@ -34,7 +34,8 @@ the same quantity and ``d ≈ N(0, 2·SE²)``.  A cell fails when
 
 a two-sided z-test per cell at level ``α/C`` over the ``C`` cells of the sweep,
 so by the Bonferroni inequality the chance that such a change fails *any* cell
-is at most ``α`` (:data:`ALPHA` = 0.01); ``min_effect`` (:data:`MIN_EFFECT` =
+is at most ``α`` (:data:`experiments.baseline.ALPHA` = 0.01); ``min_effect``
+(:data:`experiments.baseline.MIN_EFFECT` =
 ln 1.1) keeps cells with a tiny SE from failing on a practically irrelevant change.
 Same data across the two runs only makes ``d`` less variable, so the rate is
 conservative.  A cell whose error *drops* beyond its tolerance fails too: a
@@ -54,7 +55,7 @@ config (a superset sweep is accepted, its extra cells ignored).
 **Inputs.**  A candidate is read by :func:`experiments.results_reader.load`: a
 ``summary.csv`` cut short, corrupt, or not one row per cell of its ``run.json``
 plan is an input error, never a failed cell.  A baseline is refused when a number
-is not one :func:`make_baseline` can write (a non-finite, negative or zero
+is not one :func:`experiments.baseline.make_baseline` can write (a non-finite, negative or zero
 error or tolerance, fewer than 2 replicates, or an ``se_log`` / tolerance that does
 not follow from its row by the formulas above): a tolerance of ``inf`` would
 switch its cell's test off.  Either message names the file, line and column.
@@ -71,45 +72,31 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from experiments import results_reader
+from experiments.baseline import (
+    BASELINE,
+    Candidate,
+    GateInputError,
+    make_baseline,
+    read_baseline,
+    read_candidate,
+    write_baseline,
+)
 from experiments.datasets import DatasetError
 from experiments.plan import CONF_DIR, ConfigError, build_plan
 from experiments.results import (
-    RUN_FILE,
-    SUMMARY_FILE,
     ResultsDirError,
-    config_hash,
-    write_text_atomic,
 )
 
 EXPERIMENT = "regression"
-BASELINE = CONF_DIR.parent / "results" / "baselines" / "regression.csv"
-ALPHA = 0.01
-"""Family-wise false-alarm rate of the gate (Bonferroni over the cells)."""
-MIN_EFFECT = math.log(1.1)
-"""Smallest log-ratio that may fail a cell: a change of the error by less than 10% never does."""
-CELL = ("dataset", "subset", "mechanism", "epsilon")
-BASELINE_COLUMNS = (
-    *CELL,
-    "replicates",
-    "mean_abs_error",
-    "replicate_sd",
-    "se_log",
-    "tolerance",
-    "cell_hash",
-    "config_hash",
-)
-EXACT = ("epsilon", "mean_abs_error", "replicate_sd", "se_log", "tolerance")
-"""Float columns of the baseline, parsed by :class:`float` (exact round trip)."""
 SHOWN_ROWS = 40
 SCRATCH = Path("/dev/shm")
 
@@ -124,10 +111,6 @@ VERDICT_NOTES = {
 }
 
 
-class GateInputError(ValueError):
-    """A missing or inconsistent baseline or candidate (exit status 2)."""
-
-
 # ----------------------------------------------------------------- the sweep
 
 
@@ -137,28 +120,6 @@ def regression_config(overrides: Sequence[str] = ()) -> Any:
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("config", overrides=[f"experiment={EXPERIMENT}", *overrides])
-
-
-def cell_hashes(numbers: Mapping[str, Any]) -> dict[tuple[str, str, float], tuple[str, int]]:
-    """``(dataset id, label, ε) → (cell hash, replicates)`` from a run's ``numbers``.
-
-    The cell hash covers the format, seed, trials, δ rule, the dataset's and the
-    mechanism's entries and ε: everything that determines the cell's numbers
-    (:mod:`experiments.seeding` keys every stream on the cell's identity).
-    """
-    try:
-        shared = {key: numbers[key] for key in ("format", "seed", "trials", "delta")}
-        result = {}
-        for dataset in numbers["datasets"]:
-            for mechanism in numbers["mechanisms"]:
-                for epsilon in numbers["epsilons"]:
-                    cell = {**shared, "dataset": dataset, "mechanism": mechanism}
-                    digest = config_hash({**cell, "epsilon": float(epsilon)})[:16]
-                    key = (dataset["id"], mechanism["label"], float(epsilon))
-                    result[key] = (digest, int(dataset.get("replicates", 1)))
-    except (KeyError, TypeError, ValueError) as err:
-        raise GateInputError(f"run.json 'numbers' is malformed ({err!r})") from None
-    return result
 
 
 def run_sweep(
@@ -181,165 +142,6 @@ def scratch_dir() -> str | None:
     system that costs nothing, on a busy disk it can take longer than the sweep itself.
     """
     return str(SCRATCH) if SCRATCH.is_dir() and os.access(SCRATCH, os.W_OK) else None
-
-
-# ---------------------------------------------------------------- candidates
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """Per-cell statistics of one run (index: :data:`CELL`) and its sweep's config hash."""
-
-    cells: pd.DataFrame
-    config_hash: str
-
-
-def read_candidate(path: Path) -> Candidate:
-    """A complete run's cell statistics: a results directory, or its ``summary.csv``.
-
-    The directory is read by :func:`experiments.results_reader.load`, which refuses
-    a ``run.json`` whose numbers do not match its hash and a ``summary.csv`` that is
-    truncated, corrupt or not one row per cell of the run's plan.
-    """
-    path = Path(path)
-    directory = path.parent if path.name == SUMMARY_FILE and path.is_file() else path
-    if not directory.is_dir():
-        raise GateInputError(f"candidate {path}: not a results directory or its {SUMMARY_FILE}")
-    results = results_reader.load(directory)
-    if results.manifest.get("status") != "complete":
-        raise GateInputError(
-            f"candidate {directory / RUN_FILE}: the run is not complete (status "
-            f"{results.manifest.get('status')!r}); finish it by rerunning with its results_dir"
-        )
-    return Candidate(cell_statistics(results.summary, results.numbers), results.config_hash)
-
-
-def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per cell: replicates, failed rows, m̄ and the replicate SD, cell hash.
-
-    ``summary`` holds one row per replicate of every cell of ``numbers``' plan
-    (:func:`experiments.results_reader.load` checks it).
-    """
-    hashes = cell_hashes(numbers)
-    rows = []
-    for (dataset, subset, label, epsilon), group in summary.groupby(list(CELL), sort=False):
-        digest, replicates = hashes[(f"{dataset}/{subset}" if subset else dataset, label, epsilon)]
-        group = group.sort_values("replicate")
-        ok = (group["status"] == "ok").to_numpy()
-        errors = group["mean_abs_error"].to_numpy()[ok]
-        failed = int(np.count_nonzero(~ok))
-        mean = math.fsum(errors) / errors.size if errors.size else math.nan
-        rows.append(
-            {
-                "dataset": dataset,
-                "subset": subset,
-                "mechanism": label,
-                "epsilon": float(epsilon),
-                "replicates": replicates,
-                "failed": failed,
-                "status_example": group["status"].to_numpy()[~ok][0] if failed else "",
-                "mean_abs_error": mean,
-                "replicate_sd": float(np.std(errors, ddof=1)) if errors.size > 1 else math.nan,
-                "cell_hash": digest,
-            }
-        )
-    columns = [*CELL, "replicates", "failed", "status_example", "mean_abs_error"]
-    table = pd.DataFrame(rows, columns=[*columns, "replicate_sd", "cell_hash"])
-    return table.set_index(list(CELL)).sort_index()
-
-
-# ------------------------------------------------------------------ baseline
-
-
-def tolerances(se_log: np.ndarray, cells: int) -> np.ndarray:
-    """``max(MIN_EFFECT, z_{1−α/(2C)}·√2·SE)`` for each cell's SE of ``log m̄``."""
-    z = stats.norm.ppf(1.0 - ALPHA / (2.0 * cells))
-    return np.maximum(MIN_EFFECT, z * math.sqrt(2.0) * np.asarray(se_log, dtype=np.float64))
-
-
-def make_baseline(candidate: Candidate) -> pd.DataFrame:
-    """The baseline table of a complete, failure-free run (one row per cell)."""
-    cells = candidate.cells
-    if cells.empty:
-        raise GateInputError("cannot write a baseline: the candidate has no cells")
-    bad = cells[(cells["failed"] > 0) | ~(cells["mean_abs_error"] > 0)]
-    if len(bad):
-        first = " / ".join(map(str, bad.index[0]))
-        raise GateInputError(
-            f"cannot write a baseline: {len(bad)} cells have failed rows or zero error "
-            f"(e.g. {first}: {bad['status_example'].iloc[0] or 'zero error'})"
-        )
-    if (cells["replicates"] < 2).any():
-        raise GateInputError("cannot write a baseline: every cell needs at least 2 replicates")
-    baseline = cells.reset_index()
-    baseline["se_log"] = baseline["replicate_sd"] / (
-        np.sqrt(baseline["replicates"]) * baseline["mean_abs_error"]
-    )
-    baseline["tolerance"] = tolerances(baseline["se_log"].to_numpy(), len(baseline))
-    baseline["config_hash"] = candidate.config_hash
-    return baseline.loc[:, list(BASELINE_COLUMNS)]
-
-
-def write_baseline(path: Path, baseline: pd.DataFrame) -> None:
-    """Write the baseline CSV atomically (floats in their shortest exact form)."""
-    write_text_atomic(path, baseline.to_csv(index=False))
-
-
-def _consistent_tolerance(baseline: pd.DataFrame) -> pd.Series:
-    """Which rows have the tolerance :func:`tolerances` gives their ``se_log``."""
-    expected = tolerances(baseline["se_log"].to_numpy(), len(baseline))
-    same = np.isclose(baseline["tolerance"], expected, rtol=1e-12, atol=0.0)
-    return pd.Series(same, index=baseline.index)
-
-
-def _consistent_se_log(baseline: pd.DataFrame) -> pd.Series:
-    """Which rows have ``se_log = s / (√R · m̄)`` (delta method, module docstring)."""
-    root = np.sqrt(baseline["replicates"].to_numpy(dtype=np.float64))
-    expected = baseline["replicate_sd"] / (root * baseline["mean_abs_error"])
-    same = np.isclose(baseline["se_log"], expected, rtol=1e-12, atol=0.0)
-    return pd.Series(same, index=baseline.index)
-
-
-BASELINE_SPEC = results_reader.TableSpec(
-    "a regression baseline", BASELINE_COLUMNS, floats=EXACT, ints=("replicates",)
-)
-BASELINE_CHECKS: tuple[results_reader.Check, ...] = (
-    results_reader.at_least("epsilon", strict=True),
-    ("replicates", "below 2 (no replicate SD)", lambda f: f["replicates"] >= 2),
-    results_reader.at_least("mean_abs_error", strict=True),
-    results_reader.at_least("replicate_sd"),
-    results_reader.at_least("se_log"),
-    results_reader.at_least("tolerance", strict=True),
-    ("se_log", "not replicate_sd / (√replicates · mean_abs_error)", _consistent_se_log),
-    ("tolerance", "not max(MIN_EFFECT, z·√2·se_log) over these cells", _consistent_tolerance),
-    ("cell_hash", "empty", lambda f: f["cell_hash"] != ""),
-)
-"""Every row of a baseline: numbers :func:`make_baseline` can write, and only those."""
-
-
-def read_baseline(path: Path) -> pd.DataFrame:
-    """Read and check a baseline written by :func:`write_baseline` (index: :data:`CELL`).
-
-    A non-finite, negative or inconsistent number (say a tolerance of ``inf``,
-    which would switch the cell's test off) is refused, naming its line and column.
-    """
-    if not Path(path).is_file():
-        raise GateInputError(
-            f"no baseline at {path}; create it with: python -m experiments.regress --update"
-        )
-    remedy = "regenerate it with --update"
-    try:
-        baseline = results_reader.parse_table(Path(path), BASELINE_SPEC)
-        results_reader.check_rows(baseline, BASELINE_CHECKS, Path(path))
-    except results_reader.ResultsError as err:
-        raise GateInputError(f"baseline {err}; {remedy}") from None
-    if baseline.empty or baseline["config_hash"].nunique() != 1:
-        raise GateInputError(f"baseline {path} is empty or mixes configs; {remedy}")
-    duplicated = baseline.duplicated(list(CELL))
-    if duplicated.any():
-        line = baseline.loc[duplicated, "line"].iloc[0]
-        raise GateInputError(f"baseline {path}: line {line} repeats an earlier cell; {remedy}")
-    return baseline.drop(columns="line").set_index(list(CELL)).sort_index()
 
 
 # ---------------------------------------------------------------- comparison

@@ -50,3 +50,16 @@ def test_an_installed_duff_run_finds_its_configs_from_any_directory(installed, t
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "out" / "summary.csv").is_file()
+
+
+def test_an_installed_duff_regress_finds_its_baseline(installed, tmp_path) -> None:
+    """The gate's baseline ships with the package: ``duff-regress`` checks a candidate from
+    any directory (here a deliberately incomplete one, refused with exit status 2)."""
+    target, _ = installed
+    assert (target / "experiments" / "baselines" / "regression.csv").is_file()
+    code = "from experiments.baseline import BASELINE; print(BASELINE)"
+    where = run_installed(target, tmp_path, "-c", code)
+    assert where.stdout.strip() == str(target / "experiments" / "baselines" / "regression.csv")
+    (tmp_path / "empty").mkdir()
+    done = run_installed(target, tmp_path, "-m", "experiments.regress", "--candidate", "empty")
+    assert done.returncode == 2 and "empty" in done.stderr, done.stderr

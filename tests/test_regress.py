@@ -20,6 +20,7 @@ import pytest
 from results_helpers import default_value
 
 import mechanisms
+from experiments import baseline as gate_baseline
 from experiments import regress
 from experiments.plan import build_plan
 from experiments.results import SUMMARY_COLUMNS
@@ -124,24 +125,23 @@ def test_committed_baseline_covers_the_study_and_detects_a_30_percent_change(
     assert set(cells["mechanism"]) == {m.label for m in plan.mechanisms}
     assert {0.1, 2.0} <= set(cells["epsilon"])
     assert (cells["replicates"] == plan.datasets[0].replicates).all()
-    expected = regress.tolerances(cells["se_log"].to_numpy(), len(cells))
+    expected = gate_baseline.tolerances(cells["se_log"].to_numpy(), len(cells))
     np.testing.assert_allclose(cells["tolerance"], expected, rtol=1e-12)
     np.testing.assert_allclose(
         cells["se_log"],
         cells["replicate_sd"] / (np.sqrt(cells["replicates"]) * cells["mean_abs_error"]),
         rtol=1e-12,
     )
-    assert cells["tolerance"].min() >= regress.MIN_EFFECT
+    assert cells["tolerance"].min() >= gate_baseline.MIN_EFFECT
     assert cells["tolerance"].max() < math.log(1.3)
 
 
 def test_tolerance_is_a_bonferroni_z_test_with_a_minimum_effect() -> None:
     # z_{1 − 0.01/(2·63)} = 3.777; SE 0.03 → 3.777·√2·0.03 = 0.1602
-    np.testing.assert_allclose(regress.tolerances(np.array([0.03]), 63), [0.16025], atol=1e-4)
-    assert regress.tolerances(np.array([0.0, 1e-4]), 63).tolist() == [regress.MIN_EFFECT] * 2
-    assert (
-        regress.tolerances(np.array([0.03]), 630)[0] > regress.tolerances(np.array([0.03]), 63)[0]
-    )
+    tolerances = gate_baseline.tolerances
+    np.testing.assert_allclose(tolerances(np.array([0.03]), 63), [0.16025], atol=1e-4)
+    assert tolerances(np.array([0.0, 1e-4]), 63).tolist() == [gate_baseline.MIN_EFFECT] * 2
+    assert tolerances(np.array([0.03]), 630)[0] > tolerances(np.array([0.03]), 63)[0]
 
 
 # ------------------------------------------------------------------- real runs
@@ -240,7 +240,7 @@ def _input_error(args: list[str], capsys, match: str) -> str:
 
 
 def _rewrite_run(path: Path, manifest: dict, numbers: dict, *, rehash: bool = True) -> None:
-    digest = regress.config_hash(numbers) if rehash else manifest["config_hash"]
+    digest = gate_baseline.config_hash(numbers) if rehash else manifest["config_hash"]
     (path / "run.json").write_text(
         json.dumps({**manifest, "numbers": numbers, "config_hash": digest})
     )
