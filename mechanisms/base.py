@@ -15,16 +15,25 @@ Conventions shared by all mechanisms
   The empty dataset is reachable under add/remove neighbours (and after
   ``bounding="drop"``), so every mechanism must handle it; with this convention
   the smooth sensitivity formulas stay valid (padding ``x_i = a`` for ``i < 1``).
-* Errors depend only on public arguments (smartnoise-sdk #572); NaN or infinite
-  data is the one documented exception, rejected before any private step.
+* Errors depend only on public arguments (smartnoise-sdk #572): ε, δ, the
+  options and the bounds, never the data's values or size.  The documented
+  exceptions, rejected before any private step, are data that are not a 1-D
+  array of real numbers (:func:`check_data`) and NaN or infinite data.
+* Extreme but valid parameters either give the exact release (noise scales
+  beyond float64's range are kept as ``significand·2**exponent``, tiny ε takes
+  the β → 0 limit of the tuned mechanisms) or a ``ValueError`` naming
+  epsilon, delta or bounds and saying what is not representable in float64.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+import numbers
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import ClassVar
 
 import numpy as np
@@ -129,30 +138,71 @@ def check_choice(value: str, choices: tuple[str, ...], name: str) -> str:
 
 
 def check_data(data: object) -> np.ndarray:
-    """Return ``data`` as a 1-D float64 array; reject empty, 2-D, NaN and ±inf input."""
+    """Return ``data`` as a 1-D float64 array of finite real numbers (possibly empty).
+
+    Accepted: sequences and arrays of integers (signed or unsigned) and floats, and
+    object arrays whose entries are all real numbers (``int``, ``float``,
+    ``fractions.Fraction``, ``decimal.Decimal``, numpy integers and floats).
+    Rejected with a ``ValueError`` naming ``data``: booleans (a mask passed as
+    data is a mistake more often than a 0/1 sample; convert with
+    ``.astype(float)``), complex numbers (no silent loss of the imaginary part),
+    ``datetime64``/``timedelta64`` (no silent unit counts), strings and bytes
+    (no parsing), other objects, arrays that are not 1-D, and NaN or ±inf.
+
+    The empty dataset is accepted: it is a neighbour of every one-point dataset
+    under add/remove, so refusing it would reveal emptiness through an exception;
+    every mechanism releases from its distribution on the empty dataset (whose
+    lower median is the lower bound ``a``; module docstring).
+    """
     try:
-        x = np.asarray(data, dtype=np.float64)
-    except (TypeError, ValueError):
+        array = np.asarray(data)
+    except (TypeError, ValueError):  # ragged nesting
         raise ValueError("data must be a 1-D array of real numbers") from None
-    if x.ndim != 1:
-        raise ValueError(f"data must be 1-D, got an array of shape {x.shape}")
-    if x.size == 0:
-        raise ValueError("data is empty")
+    if array.ndim != 1:
+        raise ValueError(f"data must be 1-D, got an array of shape {array.shape}")
+    kind = array.dtype.kind
+    if kind == "O" and not all(_is_real_number(value) for value in array):
+        raise ValueError("data must hold real numbers only, got an object array with other entries")
+    if kind == "b":
+        raise ValueError(
+            "data must hold real numbers, got booleans (use data.astype(float) for a 0/1 sample)"
+        )
+    if kind not in "iufO":
+        raise ValueError(f"data must hold real numbers (int or float), got dtype {array.dtype}")
+    try:
+        with np.errstate(over="ignore"):  # a long double beyond float64's range becomes ±inf
+            x = array.astype(np.float64, copy=False)
+    except (OverflowError, ValueError):  # a Python int beyond float64's range, Decimal('sNaN')
+        raise ValueError("data contains values that are not finite float64 numbers") from None
     if not np.isfinite(x).all():
         raise ValueError("data contains NaN or infinite values")
     return x
 
 
+def _is_real_number(value: object) -> bool:
+    """True for ints, floats, fractions, decimals and numpy reals; False for bools and others."""
+    return isinstance(value, numbers.Real | Decimal) and not isinstance(value, bool | np.bool_)
+
+
 def check_bounds(bounds: object) -> tuple[float, float]:
-    """Return the public range ``(a, b)`` as floats with ``a < b``, both finite."""
+    """Return the public range ``(a, b)`` as floats with ``a < b`` and ``b - a`` finite.
+
+    ``b - a`` is the global sensitivity of the median and the length of the
+    exponential mechanisms' base measure, so it must be a float64 too
+    (``(-1e308, 1e308)`` is refused: its width overflows).
+    """
     try:
-        lower, upper = (float(v) for v in bounds)  # type: ignore[union-attr]
+        if not isinstance(bounds, Iterable):
+            raise TypeError
+        lower, upper = (float(v) for v in bounds)
     except (TypeError, ValueError):
         raise ValueError(f"bounds must be a pair (a, b) of numbers, got {bounds!r}") from None
     if not (math.isfinite(lower) and math.isfinite(upper)):
         raise ValueError(f"bounds must be finite, got {bounds!r}")
     if not lower < upper:
         raise ValueError(f"bounds must satisfy a < b, got {bounds!r}")
+    if not math.isfinite(upper - lower):
+        raise ValueError(f"bounds: the width b - a overflows float64, got {bounds!r}")
     return lower, upper
 
 
@@ -225,6 +275,13 @@ class Mechanism(ABC):
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta, required=self.requires_delta, mechanism=self.name)
         self.bounding = check_choice(bounding, BOUNDING_METHODS, "bounding")
+
+    @property
+    def required_delta(self) -> float:
+        """δ of a mechanism with ``requires_delta`` (checked to lie in (0, 1) on construction)."""
+        if self.delta is None:
+            raise ValueError(f"delta: {self.name} does not use delta")
+        return self.delta
 
     @property
     @abstractmethod

@@ -39,7 +39,7 @@ import numpy as np
 
 from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release
 from mechanisms.registry import register
-from mechanisms.sampling import PiecewiseUniformRelease
+from mechanisms.sampling import PiecewiseUniformRelease, score_epsilon
 
 
 def gap_utility(n: int, gaps: np.ndarray) -> np.ndarray:
@@ -101,7 +101,7 @@ class Duff(Mechanism):
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         n = sorted_x.size
-        half_epsilon = 0.5 * self.epsilon
+        half_epsilon = 0.5 * score_epsilon(self.epsilon, n)
 
         def log_score(gaps: np.ndarray) -> np.ndarray:
             u = gap_utility(n, gaps)

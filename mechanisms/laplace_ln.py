@@ -35,6 +35,16 @@ falling exponentially (no spread at all around the median), and makes
 ``e^{σY}`` numerically unusable.  The search starts at ``1e-16·t_max``: below
 it ``φ`` can fall by at most ``ψ(1e-16·t_max) - ψ(0+) ≈ 7.5σ² < 1e-10``.
 
+Tiny ε.  When ``1e-16·t_max`` is below float64's normal range (ε below about
+``1e-292``), the minimum is the limit ``t → 0``: ``log SS_t`` falls with slope
+at most ``n`` (a maximum of lines ``log A(k) - tk``, ``k <= n``) while
+``ψ' >= 2√5/ε > 1e292``.  There ``σ → 0`` and ``s → ε`` (``t/σ ≈ (5ε)^{1/3}
+t^{2/3} → 0``), ``SS_0 = b - a``, and ``LLN(0) = Lap(1)``: the release is the
+Laplace mechanism with scale ``(b - a)/ε``, which is ε-DP and hence
+``ε²/2``-zCDP (Bun & Steinke 2016, Proposition 1.4).  Huge ε: a CDP parameter
+``ε_c > 1.34e154`` (``target="zcdp"``: ε itself; ``"approx_dp"``: ε above
+about ``9e307``) is refused because ``ε_c²`` overflows float64.
+
 Conversion to (ε', δ)-DP ("Lemma 9 of [7]" in the Duff paper, which we take to
 be the standard conversion of Bun & Steinke 2016, Proposition 1.3, restated in
 [7]'s preliminaries; not verified against [7]'s text): ρ-zCDP implies
@@ -55,31 +65,56 @@ Gauss–Hermite quadrature with 320 nodes (measured error below 2e-13 for
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from mechanisms.base import Guarantee, Neighbouring, Release, check_choice, lower_median
-from mechanisms.noise import StandardNoise
+from mechanisms.noise import Scale, StandardNoise, log_ratio
 from mechanisms.registry import register
 from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
 from mechanisms.tuning import Penalty, TunedNoiseMechanism, minimise, reference_smooth_sensitivity
 
 SIGMA_MAX = 2.0
+MAX_CDP_EPSILON = math.sqrt(sys.float_info.max)
+"""About 1.34e154: above it ``ε_c²`` (hence ``ρ = ε_c²/2``) overflows float64."""
 TARGETS = ("zcdp", "approx_dp")
 _HERMITE_NODES = 320
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
-    """ε' with ρ-zCDP ⇒ (ε', δ)-DP: ``ρ + 2√(ρ log(1/δ))`` (Bun & Steinke 2016, Prop. 1.3)."""
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    """ε' with ρ-zCDP ⇒ (ε', δ)-DP: ``ρ + 2√(ρ log(1/δ))`` (Bun & Steinke 2016, Prop. 1.3).
+
+    ``inf`` if ε' overflows float64; ``√ρ·√log(1/δ)`` where only the product overflows.
+    """
+    log_inv_delta = log_ratio(1.0, delta)
+    product = rho * log_inv_delta
+    root = math.sqrt(product) if product < math.inf else math.sqrt(rho) * math.sqrt(log_inv_delta)
+    return rho + 2.0 * root
 
 
 def cdp_epsilon_for(epsilon: float, delta: float) -> float:
-    """The CDP parameter ε_c whose ``ε_c²/2``-zCDP converts to exactly (ε, δ)-DP."""
-    two_l = 2.0 * math.log(1.0 / delta)
-    return 2.0 * epsilon / (math.sqrt(two_l) + math.sqrt(two_l + 2.0 * epsilon))
+    """The CDP parameter ε_c whose ``ε_c²/2``-zCDP converts to exactly (ε, δ)-DP.
+
+    ``ε_c = 2ε/(√(2L) + √(2L + 2ε))`` (``L = log(1/δ)``), written as
+    ``√2·ε/(√L + √(L + ε))`` where ``2ε`` overflows.
+    """
+    log_inv_delta = log_ratio(1.0, delta)
+    if epsilon < sys.float_info.max / 4:
+        two_l = 2.0 * log_inv_delta
+        return 2.0 * epsilon / (math.sqrt(two_l) + math.sqrt(two_l + 2.0 * epsilon))
+    return (
+        math.sqrt(2.0) * epsilon / (math.sqrt(log_inv_delta) + math.sqrt(log_inv_delta + epsilon))
+    )
+
+
+def log_cdp_epsilon_for(epsilon: float, delta: float) -> float:
+    """``log ε_c`` of :func:`cdp_epsilon_for`, accurate also where ε_c is subnormal."""
+    two_l = 2.0 * log_ratio(1.0, delta)
+    return math.log(2.0 * epsilon) - math.log(math.sqrt(two_l) + math.sqrt(two_l + 2.0 * epsilon))
 
 
 class StandardLaplaceLogNormal(StandardNoise):
@@ -143,9 +178,15 @@ def optimal_sigma(t: np.ndarray | float, epsilon: float) -> np.ndarray:
 
 
 def t_for_sigma(sigma: np.ndarray | float, epsilon: float) -> np.ndarray:
-    """The ``t`` whose optimal σ is ``sigma``: ``t = 5εσ³/(5σ² + 1)``."""
+    """The ``t`` whose optimal σ is ``sigma``: ``t = 5εσ³/(5σ² + 1)``.
+
+    ``inf`` where ``5εσ³`` overflows, which happens only far above ``t_max``
+    (σ > 1e51 for the admissible ``ε <= 1.34e154``; callers clip to ``t_max``).
+    """
     sigma = np.asarray(sigma, dtype=np.float64)
-    return 5.0 * epsilon * sigma**3 / (5.0 * sigma**2 + 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = 5.0 * epsilon * sigma**3 / (5.0 * sigma**2 + 1.0)
+    return np.where(np.isnan(t), np.inf, t)  # inf/inf for σ = inf
 
 
 def _stationary_t(k: np.ndarray, epsilon: float) -> np.ndarray:
@@ -155,7 +196,8 @@ def _stationary_t(k: np.ndarray, epsilon: float) -> np.ndarray:
     when ``εk >= 2√5`` (the minimum of ``ψ'``).
     """
     ek = epsilon * np.asarray(k, dtype=np.float64)
-    disc = np.maximum(ek * ek - 20.0, 0.0)
+    with np.errstate(over="ignore"):  # εk > 1e154: σ and t are inf, clipped by the caller
+        disc = np.maximum(ek * ek - 20.0, 0.0)
     sigma = (ek + np.sqrt(disc)) / 10.0
     return np.where(ek >= 2.0 * math.sqrt(5.0), t_for_sigma(sigma, epsilon), 0.0)
 
@@ -173,8 +215,14 @@ def _penalty(epsilon: float) -> Penalty:
 
 
 def optimal_parameters(ss: MedianSmoothSensitivity, epsilon: float) -> LaplaceLogNormalParameters:
-    """``(t, σ, s)`` minimising the noise standard deviation at CDP parameter ε (section 3.1.1)."""
+    """``(t, σ, s)`` minimising the noise standard deviation at CDP parameter ε (section 3.1.1).
+
+    ``t = σ = 0, s = ε`` when ε is so small that this limit is the minimum
+    (module docstring, "Tiny ε").
+    """
     hi = float(t_for_sigma(SIGMA_MAX, epsilon))
+    if 1e-16 * hi < sys.float_info.min:
+        return LaplaceLogNormalParameters(t=0.0, sigma=0.0, s=epsilon)
     t = minimise(ss.log, _penalty(epsilon), 1e-16 * hi, hi).beta
     sigma = min(float(optimal_sigma(t, epsilon)), SIGMA_MAX)  # any σ > t/ε is private
     s = math.exp(-1.5 * sigma**2) * (epsilon - t / sigma)
@@ -207,26 +255,41 @@ class LaplaceLogNormal(TunedNoiseMechanism):
         epsilon: float,
         delta: float | None = None,
         target: str = "zcdp",
-        **options: object,
+        **options: Any,
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, **options)
         self.target = check_choice(target, TARGETS, "target")
         if self.target == "zcdp":
             self.cdp_epsilon = self.epsilon
         else:
-            self.cdp_epsilon = cdp_epsilon_for(self.epsilon, self.delta)
+            self.cdp_epsilon = cdp_epsilon_for(self.epsilon, self.required_delta)
+        if not self.cdp_epsilon <= MAX_CDP_EPSILON:
+            raise ValueError(
+                f"epsilon: laplace_ln's zCDP parameter rho = eps_c²/2 overflows float64 for a "
+                f"CDP epsilon eps_c above {MAX_CDP_EPSILON:.4g} (target={self.target!r}), "
+                f"got epsilon={epsilon!r}"
+            )
 
     @property
     def guarantee(self) -> Guarantee:
         rho = 0.5 * self.cdp_epsilon**2
         return Guarantee(
-            epsilon=zcdp_to_dp(rho, self.delta),
-            delta=self.delta,
+            epsilon=zcdp_to_dp(rho, self.required_delta),
+            delta=self.required_delta,
             neighbouring=self.neighbouring,
             rho=rho,
             data_dependent_tuning=self.tuning == "oracle",
             source="Bun & Steinke 2019, sec. 3.1 (LLN); zCDP => DP by Bun & Steinke 2016 Prop. 1.3",
         )
+
+    def _limit_scale(self, width: float) -> Scale:
+        """``(b - a)/ε_c``: the scale in the tiny-ε limit ``t = 0``, ``s = ε_c`` (``SS_0 = b - a``).
+
+        From ``log ε_c`` when ε_c is a rounded subnormal (``target="approx_dp"``).
+        """
+        if self.target == "zcdp" or self.cdp_epsilon >= sys.float_info.min:
+            return Scale.ratio(width, self.cdp_epsilon)
+        return Scale.exp(math.log(width) - log_cdp_epsilon_for(self.epsilon, self.required_delta))
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         ss = MedianSmoothSensitivity(sorted_x, lower, upper, self.neighbouring)
@@ -235,7 +298,10 @@ class LaplaceLogNormal(TunedNoiseMechanism):
         else:
             size = self.public_size(sorted_x.size)
             params = public_parameters(self.cdp_epsilon, size, self.neighbouring)
-        scale = math.exp(ss.log(params.t) - math.log(params.s))
+        if params.t == 0.0:
+            scale = self._limit_scale(upper - lower)
+        else:
+            scale = Scale.exp(float(ss.log(params.t)) - math.log(params.s))
         return self.additive_release(
             sorted_x,
             lower,

@@ -14,12 +14,21 @@ keeps the guarantee (the Duff paper clips every baseline to ``[a, b]``).
 A scale that underflows to ``0.0`` (``SS_β`` can be ``(b - a)·e^{-β·n}``) gives
 the point mass at ``T(S)``: every float output of ``T + scale·Z`` rounds to
 ``T`` except with probability far below ``1e-300``.
+
+A scale beyond float64's range (``(b - a)/ε`` with ``ε = 1e-12`` and
+``b - a = 2e307``) is kept as ``significand·2**exponent`` (:class:`Scale`),
+so the cdf ``F((x - T)/scale)`` stays exact; a draw ``T + scale·Z`` whose
+magnitude exceeds float64's range is ``±inf`` (IEEE overflow, the sign being
+right), which the clip maps to ``a`` or ``b``.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
@@ -35,6 +44,78 @@ from mechanisms.base import (
 )
 
 NEIGHBOURS = tuple(member.value for member in Neighbouring)
+LOG_FLOAT_MAX = math.log(sys.float_info.max)
+"""709.78: ``exp`` of anything larger overflows float64."""
+
+
+def log_ratio(numerator: float, denominator: float) -> float:
+    """``log(numerator/denominator)`` for positive floats, also where the quotient overflows.
+
+    The rounded quotient's log when it is finite (as computed before), else
+    ``log(numerator) - log(denominator)`` (``1/δ`` overflows for subnormal δ).
+    """
+    ratio = numerator / denominator
+    if ratio < math.inf:
+        return math.log(ratio)
+    return math.log(numerator) - math.log(denominator)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A noise scale ``significand·2**exponent``, which may exceed float64's range.
+
+    ``exponent`` is 0 (and ``significand`` the scale itself, rounded once) unless
+    the scale overflows float64; then ``significand`` is of order 1.
+    """
+
+    significand: float
+    exponent: int = 0
+
+    @classmethod
+    def ratio(cls, numerator: float, denominator: float) -> Scale:
+        """``numerator/denominator`` for positive finite floats, rounded once."""
+        quotient = float(numerator) / float(denominator)  # Python floats: inf on overflow
+        if math.isfinite(quotient):
+            return cls(quotient)
+        (top, top_exp), (bottom, bottom_exp) = math.frexp(numerator), math.frexp(denominator)
+        return cls(top / bottom, top_exp - bottom_exp)
+
+    @classmethod
+    def exp(cls, log_scale: float) -> Scale:
+        """``e**log_scale``: ``math.exp`` when it does not overflow (0.0 when it underflows)."""
+        if not log_scale < LOG_FLOAT_MAX:
+            if math.isnan(log_scale):
+                raise ValueError("log_scale must not be NaN")
+            exponent = int(log_scale / math.log(2.0))
+            return cls(math.exp(log_scale - exponent * math.log(2.0)), exponent)
+        return cls(math.exp(log_scale))
+
+    @classmethod
+    def ldexp(cls, significand: float, exponent: int) -> Scale:
+        """``significand·2**exponent``, as a float (0.0 if it underflows) unless it overflows."""
+        try:
+            return cls(math.ldexp(significand, exponent))
+        except OverflowError:
+            return cls(significand, exponent)
+
+    def __float__(self) -> float:
+        """The scale as a float64: ``inf`` if it overflows."""
+        try:
+            return math.ldexp(self.significand, self.exponent)
+        except OverflowError:
+            return math.inf
+
+    def times(self, z: np.ndarray) -> np.ndarray:
+        """``scale·z`` elementwise; ``±inf`` where the product overflows float64."""
+        with np.errstate(over="ignore"):
+            out = self.significand * z
+            return np.ldexp(out, self.exponent) if self.exponent else out
+
+    def divide(self, x: np.ndarray) -> np.ndarray:
+        """``x/scale`` elementwise (``±inf`` where it overflows; the scale is positive)."""
+        with np.errstate(over="ignore"):
+            out = x / self.significand
+            return np.ldexp(out, -self.exponent) if self.exponent else out
 
 
 def check_neighbours(value: str) -> Neighbouring:
@@ -103,15 +184,17 @@ class StandardGaussian(StandardNoise):
 class AdditiveNoiseRelease(Release):
     """The distribution of ``T + scale·Z``, clipped to ``[lower, upper]`` when ``clip``.
 
+    ``scale`` is a float or a :class:`Scale` (for scales beyond float64's range).
     ``parameters`` records the chosen mechanism parameters (``scale``, ``beta``,
-    ``alpha``, ``sigma``, ...) for reports; ``scale`` is also an attribute.
+    ``alpha``, ``sigma``, ...) for reports; ``scale`` is also an attribute (a
+    float, ``inf`` if it overflows; :attr:`exact_scale` keeps it exactly).
     """
 
     def __init__(
         self,
         *,
         true_value: float,
-        scale: float,
+        scale: float | Scale,
         noise: StandardNoise,
         lower: float,
         upper: float,
@@ -119,28 +202,47 @@ class AdditiveNoiseRelease(Release):
         clip: bool,
         parameters: Mapping[str, float] | None = None,
     ) -> None:
-        if not (np.isfinite(scale) and scale >= 0):
-            raise ValueError(f"scale must be finite and >= 0, got {scale!r}")
+        self.exact_scale = scale if isinstance(scale, Scale) else Scale(float(scale))
         self.true_value = float(true_value)
-        self.scale = float(scale)
         self.noise = noise
         self.lower, self.upper = float(lower), float(upper)
         self.n = int(n)
         self.clip = bool(clip)
         self.parameters = MappingProxyType({"scale": self.scale, **(parameters or {})})
 
+    @property
+    def exact_scale(self) -> Scale:
+        """The scale, exactly (also beyond float64's range)."""
+        return self._scale
+
+    @exact_scale.setter
+    def exact_scale(self, value: Scale) -> None:
+        if not (math.isfinite(value.significand) and value.significand >= 0):
+            raise ValueError(f"scale must be finite and >= 0, got {float(value)!r}")
+        self._scale = value
+
+    @property
+    def scale(self) -> float:
+        """The scale as a float (``inf`` if it overflows float64)."""
+        return float(self._scale)
+
+    @scale.setter
+    def scale(self, value: float) -> None:
+        self.exact_scale = Scale(float(value))
+
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
         size = check_size(size)
         rng = check_rng(rng)
-        values = self.true_value + self.scale * self.noise.sample(size, rng)
+        with np.errstate(over="ignore"):  # ±inf beyond float64's range; the clip maps it to a, b
+            values = self.true_value + self._scale.times(self.noise.sample(size, rng))
         return np.clip(values, self.lower, self.upper) if self.clip else values
 
     def _noise_cdf(self, x: np.ndarray) -> np.ndarray:
         """``P(T + scale·Z <= x)``."""
-        if self.scale == 0.0:
+        if self._scale.significand == 0.0:
             return (x >= self.true_value).astype(np.float64)
         with np.errstate(over="ignore"):  # a subnormal scale sends z to ±inf, the right limit
-            z = (x - self.true_value) / self.scale
+            z = self._scale.divide(x - self.true_value)
         return self.noise.cdf(z)
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
@@ -179,7 +281,7 @@ class NoiseMechanism(Mechanism):
         upper: float,
         *,
         true_value: float,
-        scale: float,
+        scale: float | Scale,
         noise: StandardNoise,
         parameters: Mapping[str, float],
     ) -> AdditiveNoiseRelease:

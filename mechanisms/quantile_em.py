@@ -1,15 +1,18 @@
-"""The exponential mechanism for quantiles with the rank utility (seeds 000/001, eq. 2.2).
+"""The exponential mechanism for quantiles with the rank utility.
+
+Source: Harvard Privacy Tools Project, "The Exponential Mechanism for Medians"
+(lecture notes, 2020), eq. 2.2.
 
 Utility for the alpha-quantile of a dataset ``x`` of size ``N``, at output ``r``:
 
     u(x, r) = max(alpha, 1 - alpha)·N - |(1 - alpha)·#(x < r) - alpha·#(x > r)|,        (eq. 2.2)
 
 and the EM outputs ``r ∈ [a, b]`` with density ``∝ exp(ε·u(x, r) / (2Δu))``
-(seed 000, Definition 1).  Sensitivity of the rank term
+(the notes' Definition 1).  Sensitivity of the rank term
 ``g(r) = (1 - alpha)·#(x < r) - alpha·#(x > r)``:
 
 * add/remove one point: ``g`` moves by ``1 - alpha`` (point below ``r``) or ``alpha``
-  (above), so ``Δu = max(alpha, 1 - alpha)`` (seed 000, Theorem 3);
+  (above), so ``Δu = max(alpha, 1 - alpha)`` (same notes, Theorem 3);
 * replace one point: ``g`` moves by at most ``(1 - alpha) + alpha = 1``, so ``Δu = 1``
   (Theorem 2).
 
@@ -58,7 +61,7 @@ from mechanisms.base import (
     check_open_unit,
 )
 from mechanisms.registry import register
-from mechanisms.sampling import PiecewiseUniformRelease
+from mechanisms.sampling import PiecewiseUniformRelease, score_epsilon
 
 NEIGHBOURS = tuple(choice.value for choice in Neighbouring)
 
@@ -138,14 +141,15 @@ class QuantileEM(Mechanism):
             neighbouring=self.neighbouring,
             source=(
                 "exponential mechanism (McSherry-Talwar) with the rank utility of "
-                f"seed 000 eq. 2.2, sensitivity {self.sensitivity:g} "
+                '"The Exponential Mechanism for Medians" eq. 2.2, '
+                f"sensitivity {self.sensitivity:g} "
                 f"(Theorem {3 if self.neighbouring is Neighbouring.ADD_REMOVE else 2})"
             ),
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         n, alpha = sorted_x.size, self.alpha
-        scale = self.epsilon / (2.0 * self.sensitivity)
+        scale = score_epsilon(self.epsilon, n) / (2.0 * self.sensitivity)
 
         def log_score(gaps: np.ndarray) -> np.ndarray:
             distance = rank_distance(n, alpha, gaps)

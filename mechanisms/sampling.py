@@ -2,7 +2,8 @@
 
 The exponential mechanism (EM) on ``[a, b]`` with Lebesgue base measure and a
 utility that only depends on how many data points lie below and above the
-output (Duff paper, section 4.1; the quantile EM of seed 000, eq. 2.2) has a
+output (Duff paper, section 4.1; the quantile EM of "The Exponential Mechanism
+for Medians", eq. 2.2) has a
 density that is constant on each *gap* between consecutive sorted points.  With
 ``x_(0) = a``, ``x_(n+1) = b`` and ``x_(1) <= ... <= x_(n)`` the bounded data,
 gap ``i`` (``i = 0..n``) is ``[x_(i), x_(i+1)]``: ``i`` is the number of data
@@ -73,6 +74,7 @@ What "exact" means in float64
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -85,6 +87,23 @@ float64) times the largest gets weight 0 in the sampler and the cdf."""
 
 LogScore = Callable[[np.ndarray], np.ndarray]
 """Maps an int64 array of gap indices to their float64 log-scores."""
+
+
+def score_epsilon(epsilon: float, n: int) -> float:
+    """``min(ε, max_float/(n + 2))``: the ε of a rank EM's log-scores, which then stay finite.
+
+    For Duff (``ε·u/2``, ``|u| <= n + 1``) and the quantile EM
+    (``ε·|g|/(2Δu)``, ``|g| <= n``, ``2Δu >= 1``) the scores overflow only for
+    ε above ``max_float/(n + 1) > 1e292`` (n below 2**53).  There the float64
+    output distribution is the same at both ε: every gap below the best level
+    among positive-length gaps has a score lower by at least ``ε·2**-55`` (Duff:
+    ``ε/2``; quantile EM: distinct float distances differ by at least
+    ``2**-54``), so its relative weight is at most ``e^{-1e275}·(b - a)/len``
+    with ``(b - a)/len < e^{1455}``: exactly 0 at both ε, and both are uniform
+    on the best gaps.  Only the far-tail :attr:`PiecewiseUniformRelease.log_masses`,
+    below ``-1e275`` either way, are those of the smaller ε.
+    """
+    return min(epsilon, sys.float_info.max / (n + 2))
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

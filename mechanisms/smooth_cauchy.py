@@ -13,10 +13,13 @@ is (ε, 0)-DP.  Section 6 uses ``γ = 2``, the standard Cauchy distribution
 
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 
 from mechanisms.base import Guarantee, Release, lower_median
-from mechanisms.noise import NoiseMechanism, StandardCauchy
+from mechanisms.noise import NoiseMechanism, Scale, StandardCauchy
 from mechanisms.registry import register
 from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
 
@@ -38,6 +41,16 @@ class SmoothCauchy(NoiseMechanism):
         """``α = β = ε/(2(γ + 1)) = ε/6``."""
         return self.epsilon / (2.0 * (GAMMA + 1.0))
 
+    def _log_alpha(self) -> float:
+        """``log(ε/6)``, also where ``ε/6`` is subnormal or 0 (ε below ``1.3e-307``).
+
+        ``SS_β`` is then ``SS_0 = b - a`` to the last bit (``βk < 2^-960`` for any
+        ``k < 2^63``), so ``β = ε/6`` rounded (possibly to 0) gives the right value.
+        """
+        if self.alpha >= sys.float_info.min:
+            return float(np.log(self.alpha))
+        return math.log(self.epsilon) - math.log(2.0 * (GAMMA + 1.0))
+
     @property
     def guarantee(self) -> Guarantee:
         return Guarantee(
@@ -55,7 +68,7 @@ class SmoothCauchy(NoiseMechanism):
             lower,
             upper,
             true_value=lower_median(sorted_x, lower),
-            scale=float(np.exp(ss.log(beta) - np.log(alpha))),
+            scale=Scale.exp(float(ss.log(beta) - self._log_alpha())),
             noise=StandardCauchy(),
             parameters={"beta": beta, "alpha": alpha},
         )

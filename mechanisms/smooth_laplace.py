@@ -35,19 +35,31 @@ most ``-log(α(1e-12·β_hi)/ε) <= (log(1/δ) - 1)·1e-12 < 1e-9``.
 ``tuning="oracle"`` minimises on the private data (the paper's choice; not
 private itself), ``tuning="public"`` on the public reference data of the same
 size (see :mod:`mechanisms.tuning`).
+
+Tiny ε.  When ``1e-12·β_hi`` is below float64's normal range (ε below about
+``1e-293``), the minimum is the limit ``β → 0``, ``α = ε``: ``log SS_β`` falls
+with slope at most ``n`` (it is a maximum of lines ``log A(k) - βk``,
+``k <= n``) while ``ψ' >= ψ'(0) = (L - 1)/ε > 1e295`` (``α(β_max) = 0`` gives
+``ε = L·(e^{β_max} - 1) - β_max ≈ (L - 1)β_max``, ``β_max < 1e-295``).  At ``β = 0``
+(P2) reads ``ε >= α``, and ``SS_0 = b - a`` is the global sensitivity: the
+release is the Laplace mechanism with scale ``(b - a)/ε``, whatever the data.
+Huge ε: ``β_max`` is bracketed without overflowing ``e^β``
+(:func:`beta_limit`).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy import optimize
 
 from mechanisms.base import Guarantee, Neighbouring, Release, lower_median
-from mechanisms.noise import StandardLaplace
+from mechanisms.noise import LOG_FLOAT_MAX, Scale, StandardLaplace
 from mechanisms.registry import register
 from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
 from mechanisms.tuning import Penalty, TunedNoiseMechanism, minimise, reference_smooth_sensitivity
@@ -69,25 +81,68 @@ def alpha_at(beta: np.ndarray | float, epsilon: float, log_inv_delta: float) -> 
 
 
 def beta_limit(epsilon: float, log_inv_delta: float) -> float:
-    """``β_max``, the root of ``α(β) = 0`` (in ``(0, ε]`` since ``log(1/δ) >= 2``)."""
+    """``β_max``, the root of ``α(β) = 0`` (in ``(0, ε]`` since ``log(1/δ) >= 2``).
+
+    ``α(0) = ε > 0`` and ``α(ε) < 0`` since ``(e^ε - 1)L >= 2(e^ε - 1) > 2ε``.
+    When ``e^ε`` overflows (ε >= 709.78) the root is that of the decreasing
+    ``log(ε + β + L) - log L - β`` (``α = 0`` written as ``e^β L = ε + β + L``),
+    negative at ``1 + log(1 + ε/L) < ε``.  Brent's method needs at most about
+    ``log2(hi/(1e-15·β_max)) < 70`` bisections (``β_max >= ε/(2L)``).
+    """
+    if epsilon < LOG_FLOAT_MAX:
+        return optimize.brentq(
+            lambda b: float(alpha_at(b, epsilon, log_inv_delta)),
+            0.0,
+            epsilon,
+            xtol=1e-300,
+            rtol=1e-15,
+            maxiter=1000,
+        )
+    log_l = math.log(log_inv_delta)
     return optimize.brentq(
-        lambda b: float(alpha_at(b, epsilon, log_inv_delta)), 0.0, epsilon, xtol=1e-300, rtol=1e-15
+        lambda b: math.log(epsilon + b + log_inv_delta) - log_l - b,
+        0.0,
+        1.0 + math.log1p(epsilon / log_inv_delta),
+        xtol=1e-300,
+        rtol=1e-15,
+        maxiter=1000,
     )
+
+
+ORDINARY_EPSILON = (1e-8, 1e8)
+"""ε range of the original root finder of :func:`_stationary_beta`, kept bit for bit."""
 
 
 def _stationary_beta(k: np.ndarray, epsilon: float, log_inv_delta: float) -> np.ndarray:
     """The β where ``ψ'(β) = (L e^β - 1)/α(β) = k`` (``L = log(1/δ)``), or 0 if ``k <= ψ'(0)``.
 
-    Root of ``g(β) = log(L(1 + k)) + β - log(1 + kε + kL + kβ)``, which is convex,
-    increasing and positive at ``β_max``: Newton from ``β_max`` decreases
-    monotonically to it (``g`` is nearly linear, so in a few steps).
+    The root of ``h(β) = L(1 + k)e^β - 1 - k(ε + L + β)``, which is convex,
+    increasing and positive at ``β_max``: Newton from above decreases
+    monotonically to it, on one of two equivalent forms.
+    For ε in :data:`ORDINARY_EPSILON`, on ``g = log(L(1 + k)e^β) - log(1 +
+    k(ε + L + β))`` (nearly linear, so a few steps), whose rounding noise of
+    ``1e-15`` absolute is small against ``β ~ ε/L`` there.  Otherwise on
+    ``h/(1 + k)`` (:func:`_newton_ratio_form`), accurate to a relative ``1e-15``
+    for tiny β and free of overflow for huge ε.
     """
     k = np.asarray(k, dtype=np.float64)
     has_root = k > (log_inv_delta - 1.0) / epsilon
-    k = np.where(has_root, k, 0.0)
+    start = beta_limit(epsilon, log_inv_delta)
+    if ORDINARY_EPSILON[0] <= epsilon <= ORDINARY_EPSILON[1]:
+        beta = _newton_log_form(np.where(has_root, k, 0.0), has_root, epsilon, log_inv_delta, start)
+    else:
+        beta = _newton_ratio_form(
+            np.where(has_root, k, 1.0), has_root, epsilon, log_inv_delta, start
+        )
+    return np.where(has_root, beta, 0.0)
+
+
+def _newton_log_form(
+    k: np.ndarray, has_root: np.ndarray, epsilon: float, log_inv_delta: float, start: float
+) -> np.ndarray:
+    """Newton on ``g(β) = log(L(1 + k)) + β - log(1 + kε + kL + kβ)`` from ``β_max``."""
     offset = 1.0 + k * (epsilon + log_inv_delta)
     log_scale = np.log(log_inv_delta * (1.0 + k))
-    start = beta_limit(epsilon, log_inv_delta)
     beta = np.full(k.shape, start)
     for _ in range(100):
         inner = offset + k * beta
@@ -95,7 +150,29 @@ def _stationary_beta(k: np.ndarray, epsilon: float, log_inv_delta: float) -> np.
         beta = beta - step
         if np.all(np.abs(step) <= 1e-13 * start):  # g has rounding noise ~1e-15
             break
-    return np.where(has_root, beta, 0.0)
+    return beta
+
+
+def _newton_ratio_form(
+    k: np.ndarray, has_root: np.ndarray, epsilon: float, log_inv_delta: float, start: float
+) -> np.ndarray:
+    """Newton on ``h/(1 + k) = L·expm1(β) - w(β + ε) + (L - 1)/(1 + k)``, ``w = k/(1 + k)``.
+
+    At the root ``L·expm1(β) <= w(β + ε) <= w(β_max + ε)``, so the start
+    ``min(β_max, log(1 + w(β_max + ε)/L))`` lies above it.  Far from the root
+    the form grows like ``e^β`` and Newton steps are about 1: at most about
+    710 of them (the range of β) before the quadratic phase, within the cap.
+    """
+    weight = k / (1.0 + k)
+    constant = (log_inv_delta - 1.0) / (1.0 + k) - weight * epsilon
+    beta = np.minimum(start, np.log1p(weight * (start + epsilon) / log_inv_delta))
+    for _ in range(1000):
+        value = log_inv_delta * np.expm1(beta) - weight * beta + constant
+        step = np.where(has_root, value / (log_inv_delta * np.exp(beta) - weight), 0.0)
+        beta = beta - step
+        if np.all(np.abs(step) <= 1e-15 * beta):
+            break
+    return beta
 
 
 def _penalty(epsilon: float, log_inv_delta: float) -> Penalty:
@@ -109,9 +186,15 @@ def _penalty(epsilon: float, log_inv_delta: float) -> Penalty:
 def optimal_parameters(
     ss: MedianSmoothSensitivity, epsilon: float, delta: float
 ) -> SmoothLaplaceParameters:
-    """``(β, α)`` minimising ``SS_β/α`` subject to (P2), for the data behind ``ss``."""
+    """``(β, α)`` minimising ``SS_β/α`` subject to (P2), for the data behind ``ss``.
+
+    ``β = 0, α = ε`` when ε is so small that this limit is the minimum (module
+    docstring, "Tiny ε").
+    """
     log_inv_delta = -math.log(delta)
     hi = beta_limit(epsilon, log_inv_delta) * (1.0 - 1e-9)
+    if 1e-12 * hi < sys.float_info.min:
+        return SmoothLaplaceParameters(beta=0.0, alpha=epsilon)
     best = minimise(ss.log, _penalty(epsilon, log_inv_delta), 1e-12 * hi, hi)
     return SmoothLaplaceParameters(best.beta, float(alpha_at(best.beta, epsilon, log_inv_delta)))
 
@@ -137,9 +220,9 @@ class SmoothLaplace(TunedNoiseMechanism):
     name = "smooth_laplace"
     requires_delta = True
 
-    def __init__(self, *, epsilon: float, delta: float | None = None, **options: object) -> None:
+    def __init__(self, *, epsilon: float, delta: float | None = None, **options: Any) -> None:
         super().__init__(epsilon=epsilon, delta=delta, **options)
-        if -math.log(self.delta) < MIN_LOG_INV_DELTA:
+        if -math.log(self.required_delta) < MIN_LOG_INV_DELTA:
             raise ValueError(
                 f"delta: smooth_laplace needs delta <= e^-2 ≈ 0.1353 (Prop. 2 alone does not "
                 f"cover larger delta; see the module docstring), got {delta!r}"
@@ -149,7 +232,7 @@ class SmoothLaplace(TunedNoiseMechanism):
     def guarantee(self) -> Guarantee:
         return Guarantee(
             epsilon=self.epsilon,
-            delta=self.delta,
+            delta=self.required_delta,
             neighbouring=self.neighbouring,
             data_dependent_tuning=self.tuning == "oracle",
             source="Duff paper Prop. 2 (Bun & Steinke 2019, Thm 34): Laplace noise, SS_beta/alpha",
@@ -158,11 +241,14 @@ class SmoothLaplace(TunedNoiseMechanism):
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         ss = MedianSmoothSensitivity(sorted_x, lower, upper, self.neighbouring)
         if self.tuning == "oracle":
-            params = optimal_parameters(ss, self.epsilon, self.delta)
+            params = optimal_parameters(ss, self.epsilon, self.required_delta)
         else:
             size = self.public_size(sorted_x.size)
-            params = public_parameters(self.epsilon, self.delta, size, self.neighbouring)
-        scale = math.exp(ss.log(params.beta) - math.log(params.alpha))
+            params = public_parameters(self.epsilon, self.required_delta, size, self.neighbouring)
+        if params.beta == 0.0:  # the tiny-ε limit: SS_0 = b - a, exactly
+            scale = Scale.ratio(upper - lower, params.alpha)
+        else:
+            scale = Scale.exp(float(ss.log(params.beta)) - math.log(params.alpha))
         return self.additive_release(
             sorted_x,
             lower,

@@ -102,6 +102,8 @@ def _monotone_max(window: np.ndarray, first_rank: int, m: int, beta: float) -> f
     row_lo, row_hi = np.array([0]), np.array([m_pos])
     col_lo, col_hi = np.array([m_pos]), np.array([last])
     best = -np.inf
+    # each level replaces every row interval by its parts left and right of its
+    # middle row, so the longest interval halves: at most log2(m) + 2 levels
     while row_lo.size:
         mid = (row_lo + row_hi) // 2
         segment, cols, starts = _concatenated_ranges(col_lo, col_hi + 1)
@@ -181,7 +183,7 @@ class MedianSmoothSensitivity:
         best = np.full(betas.size, -np.inf)
         open_ = np.arange(betas.size)
         start, stop = 0, min(n + 1, self._FIRST_WINDOW)
-        while True:
+        while True:  # stop doubles until n + 1: at most log2(n + 1) rounds
             costs = np.arange(start, stop)
             part = self._log_gaps_below(stop)[start:][None, :] - np.outer(betas[open_], costs)
             best[open_] = np.maximum(best[open_], part.max(axis=1))
@@ -197,7 +199,7 @@ class MedianSmoothSensitivity:
         n = self._x.size
         m = (n + 1) // 2
         half = self._FIRST_WINDOW
-        while True:
+        while True:  # half doubles until the window holds all ranks: at most log2(n) rounds
             first, stop = max(0, m - half), min(n + 1, m + half)
             best = _monotone_max(self._at(np.arange(first, stop + 1)), first, m, beta)
             # a pair reaching outside the window spans more than `half` ranks
@@ -206,15 +208,21 @@ class MedianSmoothSensitivity:
             half *= 2
 
     def log(self, beta: float | np.ndarray) -> float | np.ndarray:
-        """``log SS_β``, elementwise for an array of ``β > 0``."""
+        """``log SS_β``, elementwise for an array of ``β >= 0``.
+
+        ``SS_0 = max_k A(k) = b - a`` (the global sensitivity): the limit used
+        when ε is so small that the smoothness parameter underflows.
+        """
         betas = np.asarray(beta, dtype=np.float64)
-        if not (np.isfinite(betas).all() and (betas > 0).all()):
-            raise ValueError(f"beta must be positive and finite, got {beta!r}")
+        if not (np.isfinite(betas).all() and (betas >= 0).all()):
+            raise ValueError(f"beta must be non-negative and finite, got {beta!r}")
         flat = betas.reshape(-1)
-        if self.neighbouring is Neighbouring.ADD_REMOVE:
-            result = self._log_add_remove(flat)
-        else:
-            result = np.array([self._log_replace_one(float(b)) for b in flat])
+        # -β·k may overflow to -inf for huge β: the weight e^{-βk} is then exactly 0
+        with np.errstate(over="ignore"):
+            if self.neighbouring is Neighbouring.ADD_REMOVE:
+                result = self._log_add_remove(flat)
+            else:
+                result = np.array([self._log_replace_one(float(b)) for b in flat])
         result = result.reshape(betas.shape)
         return float(result) if result.ndim == 0 else result
 

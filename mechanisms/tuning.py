@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -128,14 +129,18 @@ def _cell_bounds(t: np.ndarray, e: np.ndarray, penalty: Penalty) -> tuple[np.nda
     return model[rows, best], candidates[rows, best]
 
 
-def _log_ss_at(log_ss: Callable[[np.ndarray], np.ndarray], betas: np.ndarray) -> np.ndarray:
+LogSS = Callable[[np.ndarray], "np.ndarray | float"]
+"""Maps an array of β to ``log SS_β`` (an array, or a float for a single β)."""
+
+
+def _log_ss_at(log_ss: LogSS, betas: np.ndarray) -> np.ndarray:
     """``log_ss`` at each β, in batches of ``_BATCH`` (a batch can cost memory ∝ batch × n)."""
     parts = [log_ss(betas[i : i + _BATCH]) for i in range(0, betas.size, _BATCH)]
     return np.concatenate([np.atleast_1d(np.asarray(p, dtype=np.float64)) for p in parts])
 
 
 def minimise(
-    log_ss: Callable[[np.ndarray], np.ndarray],
+    log_ss: LogSS,
     penalty: Penalty,
     lo: float,
     hi: float,
@@ -158,6 +163,12 @@ def minimise(
     e[t > lo] = _log_ss_at(log_ss, t[t > lo])
     psi = penalty.value(t)
     active = np.ones(t.size - 1, dtype=bool)
+    # Terminates: every cell active in round r is one of the parts of a cell split
+    # in round r - 1, at a point strictly inside it (``_split_points``), so
+    # ``log(q/p)`` falls by a factor 2 (geometric midpoint) or by ``log 16`` (when
+    # ``p < q/256``) per round; from at most ``log(hi/lo) < 40`` it reaches the
+    # ``1e-13`` of ``resolvable`` within about 60 rounds, and unresolvable cells
+    # are dropped.
     while True:
         phi = e + psi
         best = np.nanmin(phi)
@@ -168,9 +179,7 @@ def minimise(
             break
         p, q, guess = t[:-1][active], t[1:][active], where[active]
         inside = (guess > p) & (guess < q)
-        mids = np.unique(
-            np.concatenate((np.maximum(np.sqrt(p * q), q / _MAX_SPLIT_RATIO), guess[inside]))
-        )
+        mids = np.unique(np.concatenate((_split_points(p, q), guess[inside])))
         order = np.argsort(np.concatenate((t, mids)), kind="stable")
         t = np.concatenate((t, mids))[order]
         e = np.concatenate((e, _log_ss_at(log_ss, mids)))[order]
@@ -180,6 +189,19 @@ def minimise(
         active = is_new[1:] | is_new[:-1]
     k = int(np.nanargmin(phi))
     return Minimum(beta=float(t[k]), log_ss=float(e[k]), penalty=float(psi[k]))
+
+
+def _split_points(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``max(√(pq), q/16)``, strictly inside each resolvable cell ``[p, q]``.
+
+    ``√p·√q`` where ``pq`` leaves float64's normal range (``β`` below 1e-154
+    or ``t`` above 1e154), so the point stays inside the cell.
+    """
+    with np.errstate(over="ignore"):
+        product = p * q
+    normal = (product >= np.finfo(np.float64).tiny) & (product < np.inf)
+    geometric = np.where(normal, np.sqrt(product), np.sqrt(p) * np.sqrt(q))
+    return np.maximum(geometric, q / _MAX_SPLIT_RATIO)
 
 
 class EvenlySpaced:
@@ -224,9 +246,9 @@ class TunedNoiseMechanism(NoiseMechanism):
         delta: float | None = None,
         tuning: str = "public",
         reference_size: int | None = None,
-        **options: object,
+        **options: Any,
     ) -> None:
-        super().__init__(epsilon=epsilon, delta=delta, **options)  # type: ignore[arg-type]
+        super().__init__(epsilon=epsilon, delta=delta, **options)
         self.tuning = check_choice(tuning, TUNINGS, "tuning")
         if reference_size is not None and (
             isinstance(reference_size, bool)

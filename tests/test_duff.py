@@ -233,7 +233,7 @@ def test_large_n_no_nan_and_normalised(epsilon):
         ({}, [1.0, np.nan], (0, 1), "data"),
         ({}, [1.0, np.inf], (0, 1), "data"),
         ({}, [-np.inf], (0, 1), "data"),
-        ({}, [], (0, 1), "data"),
+        ({}, [True, False], (0, 1), "data"),
         ({}, [[0.1, 0.2]], (0, 1), "data"),
         ({}, ["a"], (0, 1), "data"),
         ({}, [0.5], (1, 1), "bounds"),

@@ -1,4 +1,4 @@
-"""The quantile exponential mechanism (seed 000, eq. 2.2) and its relation to Duff."""
+"""The quantile EM ("The Exponential Mechanism for Medians", eq. 2.2) and its relation to Duff."""
 
 from __future__ import annotations
 
@@ -250,7 +250,7 @@ def test_bad_configuration(kwargs, argument):
     [
         ([np.nan], (0, 1), "data"),
         ([np.inf, 0.5], (0, 1), "data"),
-        ([], (0, 1), "data"),
+        ([1 + 2j], (0, 1), "data"),
         (np.zeros((2, 2)), (0, 1), "data"),
         ([0.5], (1, 0), "bounds"),
         ([0.5], (0, np.nan), "bounds"),

@@ -175,6 +175,6 @@ def test_heavy_ties_and_extreme_beta_stay_finite() -> None:
 
 def test_invalid_beta_is_rejected() -> None:
     ss = MedianSmoothSensitivity(np.array([1.0, 2.0]), 0.0, 3.0)
-    for beta in (0.0, -1.0, np.nan, np.inf):
+    for beta in (-1.0, np.nan, np.inf):  # beta = 0 is SS_0 = b - a
         with pytest.raises(ValueError, match="beta"):
             ss(beta)
