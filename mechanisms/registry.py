@@ -14,6 +14,7 @@ package is found through the ``duff_bench.mechanisms`` entry-point group
 from __future__ import annotations
 
 import inspect
+from functools import cache
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
@@ -117,7 +118,8 @@ def configure(
     return cls(epsilon=epsilon, delta=delta, **options)
 
 
-def _options_of(cls: type[Mechanism]) -> set[str]:
+@cache
+def _options_of(cls: type[Mechanism]) -> frozenset[str]:
     """Keyword options of ``cls`` other than ε and δ, following ``**options`` up the MRO."""
     accepted: set[str] = set()
     for klass in cls.__mro__:
@@ -131,4 +133,4 @@ def _options_of(cls: type[Mechanism]) -> set[str]:
         }
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
             break
-    return accepted - {"self", "epsilon", "delta"}
+    return frozenset(accepted - {"self", "epsilon", "delta"})

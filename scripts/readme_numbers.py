@@ -38,11 +38,12 @@ REFERENCE = (
     "figure1/figure1_ratios.md figure1/run.json figure1/paper_tuning_study.md "
     "figure1_replace_one/figure1_ratios.md figure1_plugin/figure1_ratios.md "
     "figure1_plugin/run.json figure1_bounds/bounds_coverage.md figure2/figure2_table.md "
-    "figure2/run.json peers/peers_table.md peers/run.json audit/audit.json"
+    "figure2/run.json peers/peers_table.md peers/run.json audit/audit.json "
+    "figure1_replace_one/run.json"
 )
 SOURCES = tuple(f"results/reference/{name}" for name in REFERENCE.split())
 F1, F1_RUN, F1_STUDY, F1_NRS07, PLUGIN, PLUGIN_RUN = SOURCES[:6]
-BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT = SOURCES[6:]
+BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT, F1_NRS07_RUN = SOURCES[6:]
 BASELINE, BENCH = "results/baselines/regression.csv", "benchmarks/results.md"
 SOURCES += (BASELINE, BENCH)
 
@@ -264,6 +265,8 @@ def figure1_numbers(root: Path) -> Numbers:
     for eps in ("0.1", "2"):
         out[f"f1.grid_{eps}"] = study.get(GRID, f"ε = {eps}").removesuffix("×")
     out["f1.releases"] = count(value(root, F1_RUN, "rows"))
+    slower = value(root, F1_NRS07_RUN, "runtime_seconds") / value(root, F1_RUN, "runtime_seconds")
+    out["f1r1.slowdown"] = fixed(slower, 1)
     return out
 
 
