@@ -394,9 +394,6 @@ def main() -> None:
     # resolves as a Python package under a console script.
     import hydra
 
-    from experiments.config import register_resolvers
-
-    register_resolvers()
     try:
         hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(_task)()
     except KeyboardInterrupt:
