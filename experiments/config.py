@@ -21,6 +21,8 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from mechanisms import base
+
 log = logging.getLogger(__name__)
 RUN_ID_RESOLVER = "duff_run_id"
 DELTA_INVERSE_N = "1/n"
@@ -102,9 +104,11 @@ def check_sequence(value: object, key: str, *, nonempty: bool = False) -> list[A
 
 
 def check_integer(value: object, key: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{key} must be an integer >= {minimum}, got {value!r}")
-    return value
+    """``value`` as an integer of at least ``minimum`` (:func:`mechanisms.base.check_integer`)."""
+    try:
+        return base.check_integer(value, key, minimum=minimum)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def check_epsilons(value: object) -> tuple[float, ...]:
@@ -160,7 +164,7 @@ def available_cores() -> int:
 
 def worker_count(n_jobs: object) -> int:
     """Workers for joblib's ``n_jobs`` (−1: all cores, −2: all but one, …), capped at the cores."""
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:  # not a range
         raise ConfigError(f"n_jobs must be a non-zero integer (joblib's meaning), got {n_jobs!r}")
     cores = available_cores()
     wanted = n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)

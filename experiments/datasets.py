@@ -43,6 +43,7 @@ import numpy as np
 
 from experiments.seeding import data_rng
 from experiments.targets import import_class
+from mechanisms.base import check_integer
 
 # numpy.random.Generator methods a synthetic dataset may draw from (continuous laws).
 DISTRIBUTIONS = (
@@ -249,8 +250,10 @@ def build_datasets(entry: Mapping[str, Any], *, n: int, replicates: int) -> list
     if unknown:
         raise DatasetError(f"dataset {name!r}: unknown fields {', '.join(unknown)}")
     for key, value in (("n", n), ("replicates", replicates)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise DatasetError(f"{key} must be a positive integer, got {value!r}")
+        try:
+            check_integer(value, key, minimum=1)
+        except ValueError as err:
+            raise DatasetError(str(err)) from None
     options = entry.get("options") or {}
     if not isinstance(options, Mapping):
         raise DatasetError(f"dataset {name!r}: options must be a mapping, got {options!r}")

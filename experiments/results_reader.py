@@ -47,6 +47,7 @@ from experiments.results import (
     SUMMARY_FILE,
     config_hash,
 )
+from mechanisms.base import check_integer
 
 KEY = ("dataset", "subset", "replicate", "mechanism", "epsilon")
 """Columns that identify a row of ``summary.csv``: one cell of the plan."""
@@ -448,8 +449,9 @@ def load(results_dir: Path, *, estimates: bool = False) -> Results:
     summary = summary.drop(columns="line")
     arrays = None
     if estimates:
-        trials = numbers.get("trials")
-        if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
-            raise ResultsError(f"{run_path}: numbers.trials must be a positive integer")
+        try:
+            trials = check_integer(numbers.get("trials"), "numbers.trials", minimum=1)
+        except ValueError as err:
+            raise ResultsError(f"{run_path}: {err}") from None
         arrays = read_estimates(results_dir / ESTIMATES_FILE, summary, trials)
     return Results(results_dir, manifest, summary, mechanisms, arrays)

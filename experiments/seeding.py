@@ -20,6 +20,8 @@ import hashlib
 
 import numpy as np
 
+from mechanisms.base import check_integer
+
 
 def stable_int(value: str | float | int) -> int:
     """A 64-bit integer determined by ``value`` alone.
@@ -44,9 +46,8 @@ def stable_int(value: str | float | int) -> int:
 
 def seed_sequence(seed: int, *key: str | float | int) -> np.random.SeedSequence:
     """``SeedSequence(seed, spawn_key=…)`` for the stream identified by ``key``."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return np.random.SeedSequence(int(seed), spawn_key=tuple(stable_int(k) for k in key))
+    seed = check_integer(seed, "seed", minimum=0)
+    return np.random.SeedSequence(seed, spawn_key=tuple(stable_int(k) for k in key))
 
 
 def data_rng(seed: int, dataset: str, replicate: int) -> np.random.Generator:

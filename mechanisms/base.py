@@ -206,11 +206,23 @@ def check_bounds(bounds: object) -> tuple[float, float]:
     return lower, upper
 
 
+def check_integer(value: object, name: str, *, minimum: int | None = None) -> int:
+    """``value`` as an ``int``; ``ValueError`` naming ``name`` unless it is an integer
+    (``int`` or ``numpy.integer``, never ``bool``) of at least ``minimum``.
+
+    The one integer check of the project, in the spirit of scikit-learn's
+    ``check_scalar``: configs, options and sizes all go through it.
+    """
+    wanted = "an integer" if minimum is None else f"an integer >= {minimum}"
+    integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not integer or (minimum is not None and value < minimum):  # type: ignore[operator]
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
 def check_size(size: int) -> int:
     """Validate a sample size (a non-negative integer)."""
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-        raise ValueError(f"size must be a non-negative integer, got {size!r}")
-    return int(size)
+    return check_integer(size, "size", minimum=0)
 
 
 def check_rng(rng: object) -> np.random.Generator:

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.base import Neighbouring, check_choice
+from mechanisms.base import Neighbouring, check_choice, check_integer
 from mechanisms.noise import NoiseMechanism
 from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
 
@@ -250,15 +250,9 @@ class TunedNoiseMechanism(NoiseMechanism):
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, **options)
         self.tuning = check_choice(tuning, TUNINGS, "tuning")
-        if reference_size is not None and (
-            isinstance(reference_size, bool)
-            or not isinstance(reference_size, (int, np.integer))
-            or reference_size < 1
-        ):
-            raise ValueError(
-                f"reference_size must be a positive integer or None, got {reference_size!r}"
-            )
-        self.reference_size = None if reference_size is None else int(reference_size)
+        self.reference_size = reference_size
+        if reference_size is not None:
+            self.reference_size = check_integer(reference_size, "reference_size", minimum=1)
 
     def public_size(self, n: int) -> int:
         """The size of the public reference data set for a release on ``n`` points."""

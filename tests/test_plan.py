@@ -247,5 +247,5 @@ def test_streams_are_distinct_and_order_free() -> None:
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5, "1"])
 def test_seed_must_be_a_natural_number(bad: object) -> None:
-    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
         seed_sequence(bad, "data")  # type: ignore[arg-type]

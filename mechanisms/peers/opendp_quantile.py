@@ -65,6 +65,7 @@ from mechanisms.base import (
     Neighbouring,
     Release,
     check_choice,
+    check_integer,
     check_rng,
     check_size,
 )
@@ -216,9 +217,7 @@ class OpenDPQuantile(PeerMechanism):
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
         require(self.library, self.name)
         self.alpha = check_alpha(alpha)
-        if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 2:
-            raise ValueError(f"candidates must be an integer >= 2, got {candidates!r}")
-        self.candidates = candidates
+        self.candidates = check_integer(candidates, "candidates", minimum=2)
         self.selection = check_choice(selection, SELECTIONS, "selection")
 
     @property
