@@ -75,6 +75,8 @@ class MechanismInfo:
     """Registry name (:func:`mechanisms.make`)."""
     options: Mapping[str, Any]
     takes_delta: bool
+    display_name: str = ""
+    """The name the class asks figures and tables to show (``""``: none given)."""
 
 
 @dataclass(frozen=True)
@@ -129,8 +131,12 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def plan_mechanisms(numbers: Mapping[str, Any], path: Path) -> dict[str, MechanismInfo]:
-    """The mechanism entries of ``numbers`` by label (``path`` names run.json in errors)."""
+def plan_mechanisms(
+    numbers: Mapping[str, Any], path: Path, display_names: Mapping[str, str] | None = None
+) -> dict[str, MechanismInfo]:
+    """The mechanism entries of ``numbers`` by label (``path`` names run.json in errors),
+    with the classes' display names by label (run.json's ``mechanisms`` list)."""
+    display_names = display_names or {}
     entries: dict[str, MechanismInfo] = {}
     for entry in _list(numbers, "mechanisms", path):
         try:
@@ -139,6 +145,7 @@ def plan_mechanisms(numbers: Mapping[str, Any], path: Path) -> dict[str, Mechani
                 name=_text(entry["name"]),
                 options=dict(entry.get("options") or {}),
                 takes_delta=bool(entry.get("takes_delta", False)),
+                display_name=str(display_names.get(entry["label"]) or ""),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ResultsError(f"{path}: numbers.mechanisms entry {entry!r} ({err!r})") from None
@@ -440,7 +447,13 @@ def load(results_dir: Path, *, estimates: bool = False) -> Results:
     run_path, summary_path = results_dir / RUN_FILE, results_dir / SUMMARY_FILE
     manifest = read_manifest(run_path)
     numbers = manifest["numbers"]
-    mechanisms = plan_mechanisms(numbers, run_path)
+    described = manifest.get("mechanisms")
+    display_names = {
+        str(m.get("label")): str(m.get("display_name") or "")
+        for m in (described if isinstance(described, list) else [])
+        if isinstance(m, dict)
+    }
+    mechanisms = plan_mechanisms(numbers, run_path, display_names)
     expected = expected_cells(numbers, list(mechanisms), run_path)
     summary = parse_table(summary_path, SUMMARY_SPEC)
     check_cells(summary, expected, mechanisms, summary_path)

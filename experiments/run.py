@@ -151,7 +151,10 @@ def _manifest(
         "created": history[0]["started"] if history else invocation["started"],
         "numbers": numbers,
         "config": {k: v for k, v in config.items() if k != "hydra"},
-        "mechanisms": [{**m.describe(), "module": m.module} for m in plan.mechanisms],
+        "mechanisms": [
+            {**m.describe(), "module": m.module, "display_name": m.cls.display_name}
+            for m in plan.mechanisms
+        ],
         "datasets": [{"id": d.id, "source": d.source} for d in plan.datasets],
         "versions": {
             "python": platform.python_version(),

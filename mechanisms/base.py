@@ -278,6 +278,8 @@ class Mechanism(ABC):
     """
 
     name: ClassVar[str]
+    display_name: ClassVar[str] = ""
+    """The name figures and tables show for this class ("": the config label)."""
     requires_delta: ClassVar[bool] = False
     neighbouring: Neighbouring = Neighbouring.ADD_REMOVE
 

@@ -162,8 +162,11 @@ def family(key: str) -> Family:
     raise ValueError(f"family: no built-in family {key!r}")
 
 
-def family_of(registry_name: str, options: Mapping[str, object], label: str) -> Family:
-    """The most specific built-in family of a mechanism; a per-label one for plug-ins."""
+def family_of(
+    registry_name: str, options: Mapping[str, object], label: str, display_name: str = ""
+) -> Family:
+    """The most specific built-in family of a mechanism; a per-label one for plug-ins,
+    named by the class's ``display_name`` (or the label)."""
     matches = [
         f
         for f in FAMILIES
@@ -176,7 +179,7 @@ def family_of(registry_name: str, options: Mapping[str, object], label: str) -> 
     return Family(
         label,
         registry_name,
-        label,
+        display_name or label,
         colour,
         FALLBACK_MARKERS[_stable_index(label, len(FALLBACK_MARKERS))],
     )
@@ -189,7 +192,7 @@ def kind_of(info: MechanismInfo, private: bool | None, neighbouring: str | None)
         private = info.options.get("tuning") != "oracle"
     if neighbouring is None:
         neighbouring = str(info.options.get("neighbours", ""))
-    family = family_of(info.name, info.options, info.label)
+    family = family_of(info.name, info.options, info.label, info.display_name)
     return Kind(info.label, family, private, neighbouring)
 
 

@@ -48,6 +48,7 @@ class UniformRelease(Release):
 
 class Uniform(Mechanism):
     name = "user_uniform"
+    display_name = "Uniform on [a, b] (ignores the data)"
 
     @property
     def guarantee(self):
@@ -298,7 +299,9 @@ def test_a_plugin_gets_figure_rows_and_regression_cells(plugin_dir, tmp_path, ca
     plot = importlib.import_module("plot_figure1")
     assert plot.main([str(results)]) == 0
     ratios = (results / "figure1_ratios.md").read_text()
-    assert "mine" in ratios and (results / "figure1.png").stat().st_size > 0
+    assert (results / "figure1.png").stat().st_size > 0
+    # the figure and its tables name the plug-in as its class asks, not by its config label
+    assert "Uniform on [a, b] (ignores the data)" in ratios
 
 
 def test_an_entry_point_plugin_is_registered(plugin_dir, monkeypatch) -> None:
