@@ -1,7 +1,7 @@
 """The gate's statistics: per-cell error of a run, its standard error and tolerance, and the
 baseline file that stores them (see :mod:`experiments.regress` for the test itself).
 
-A *cell* is one (dataset, subset, mechanism label, ε); its error is the mean over
+A *cell* is one (dataset, subset, statistic, mechanism label, ε); its error is the mean over
 the ``R`` replicates of the per-replicate ``mean_abs_error``,
 ``m̄ = (1/R) Σ_r mean_abs_error_r`` (summed exactly, :func:`math.fsum`), with
 ``SE(ln m̄) ≈ s / (√R · m̄)`` by the delta method (Casella & Berger, *Statistical
@@ -14,6 +14,7 @@ from any directory.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ ALPHA = 0.01
 """Family-wise false-alarm rate of the gate (Bonferroni over the cells)."""
 MIN_EFFECT = math.log(1.1)
 """Smallest log-ratio that may fail a cell: a change of the error by less than 10% never does."""
-CELL = ("dataset", "subset", "mechanism", "epsilon")
+CELL = ("dataset", "subset", "statistic", "mechanism", "epsilon")
 BASELINE_COLUMNS = (
     *CELL,
     "replicates",
@@ -59,23 +60,26 @@ class GateInputError(ValueError):
     """A missing or inconsistent baseline or candidate (exit status 2)."""
 
 
-def cell_hashes(numbers: Mapping[str, Any]) -> dict[tuple[str, str, float], tuple[str, int]]:
-    """``(dataset id, label, ε) → (cell hash, replicates)`` from a run's ``numbers``.
+def cell_hashes(
+    numbers: Mapping[str, Any],
+) -> dict[tuple[str, str, str, float], tuple[str, int]]:
+    """``(dataset id, statistic id, label, ε) → (cell hash, replicates)`` from a run's
+    ``numbers``.
 
-    The cell hash covers the format, seed, trials, δ rule, the dataset's and the
-    mechanism's entries and ε: everything that determines the cell's numbers
-    (:mod:`experiments.seeding` keys every stream on the cell's identity).
+    The cell hash covers the format, seed, trials, δ rule, the dataset's, the
+    statistic's and the mechanism's entries and ε: everything that determines the
+    cell's numbers (:mod:`experiments.seeding` keys every stream on the cell's identity).
     """
     try:
         shared = {key: numbers[key] for key in ("format", "seed", "trials", "delta")}
         result = {}
-        for dataset in numbers["datasets"]:
-            for mechanism in numbers["mechanisms"]:
-                for epsilon in numbers["epsilons"]:
-                    cell = {**shared, "dataset": dataset, "mechanism": mechanism}
-                    digest = config_hash({**cell, "epsilon": float(epsilon)})[:16]
-                    key = (dataset["id"], mechanism["label"], float(epsilon))
-                    result[key] = (digest, int(dataset.get("replicates", 1)))
+        for dataset, statistic, mechanism, epsilon in itertools.product(
+            numbers["datasets"], numbers["statistics"], numbers["mechanisms"], numbers["epsilons"]
+        ):
+            cell = {**shared, "dataset": dataset, "statistic": statistic, "mechanism": mechanism}
+            digest = config_hash({**cell, "epsilon": float(epsilon)})[:16]
+            key = (dataset["id"], statistic["id"], mechanism["label"], float(epsilon))
+            result[key] = (digest, int(dataset.get("replicates", 1)))
     except (KeyError, TypeError, ValueError) as err:
         raise GateInputError(f"run.json 'numbers' is malformed ({err!r})") from None
     return result
@@ -120,8 +124,11 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
     """
     hashes = cell_hashes(numbers)
     rows = []
-    for (dataset, subset, label, epsilon), group in summary.groupby(list(CELL), sort=False):
-        digest, replicates = hashes[(f"{dataset}/{subset}" if subset else dataset, label, epsilon)]
+    for (dataset, subset, statistic, label, epsilon), group in summary.groupby(
+        list(CELL), sort=False
+    ):
+        dataset_id = f"{dataset}/{subset}" if subset else dataset
+        digest, replicates = hashes[(dataset_id, statistic, label, epsilon)]
         group = group.sort_values("replicate")
         ok = (group["status"] == "ok").to_numpy()
         errors = group["mean_abs_error"].to_numpy()[ok]
@@ -131,6 +138,7 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
             {
                 "dataset": dataset,
                 "subset": subset,
+                "statistic": statistic,
                 "mechanism": label,
                 "epsilon": float(epsilon),
                 "replicates": replicates,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import math
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -49,6 +48,7 @@ CONFIG_KEYS = (
     "epsilons",
     "delta",
     "datasets",
+    "statistics",
     "mechanisms",
     "keep_estimates",
     "plugins",
@@ -60,7 +60,12 @@ CONFIG_KEYS = (
     "results_dir",
 )
 """The top-level keys of a sweep's config (``conf/config.yaml``); any other is refused."""
-_LIST_KEYS = {"mechanism": "mechanisms", "dataset": "datasets", "epsilon": "epsilons"}
+_LIST_KEYS = {
+    "mechanism": "mechanisms",
+    "dataset": "datasets",
+    "statistic": "statistics",
+    "epsilon": "epsilons",
+}
 
 
 class ConfigError(ValueError):
@@ -111,15 +116,17 @@ def check_integer(value: object, key: str, *, minimum: int) -> int:
         raise ConfigError(str(err)) from None
 
 
+def check_real(value: object, key: str, **limits: Any) -> float:
+    """``value`` as a finite float within ``limits`` (:func:`mechanisms.base.check_real`)."""
+    try:
+        return base.check_real(value, key, **limits)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+
+
 def check_epsilons(value: object) -> tuple[float, ...]:
-    result = []
-    for item in check_sequence(value, "epsilons", nonempty=True):
-        if isinstance(item, bool) or not isinstance(item, (int, float)):
-            raise ConfigError(f"epsilons must be positive numbers, got {item!r}")
-        epsilon = float(item)
-        if not (math.isfinite(epsilon) and epsilon > 0):
-            raise ConfigError(f"epsilons must be positive finite numbers, got {item!r}")
-        result.append(epsilon)
+    items = check_sequence(value, "epsilons", nonempty=True)
+    result = [check_real(item, "epsilons", minimum=0.0) for item in items]
     check_unique(result, "epsilons")
     return tuple(result)
 
@@ -127,9 +134,10 @@ def check_epsilons(value: object) -> tuple[float, ...]:
 def check_delta(value: object) -> str | float:
     if value == DELTA_INVERSE_N:
         return DELTA_INVERSE_N
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1:
-        return float(value)
-    raise ConfigError(f"delta must be '1/n' or a number in (0, 1), got {value!r}")
+    try:
+        return base.check_open_unit(value, "delta")
+    except ValueError:
+        raise ConfigError(f"delta must be '1/n' or a number in (0, 1), got {value!r}") from None
 
 
 def check_unique(values: list[Any], key: str) -> None:
@@ -177,9 +185,7 @@ def check_timeout(config: Mapping[str, Any]) -> float | None:
     value = config.get("timeout")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
-        raise ConfigError(f"timeout must be null or a number of seconds > 0, got {value!r}")
-    return float(value)
+    return check_real(value, "timeout (seconds, or null for none)", minimum=0.0, maximum=1e9)
 
 
 def check_retry_failed(config: Mapping[str, Any]) -> bool:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ import numpy as np
 
 from experiments.seeding import data_rng
 from experiments.targets import import_class
+from mechanisms import base
 from mechanisms.base import check_integer
 
 # numpy.random.Generator methods a synthetic dataset may draw from (continuous laws).
@@ -230,16 +230,12 @@ def check_replicate(replicate: int, replicates: int) -> None:
 
 
 def check_bounds(name: str, bounds: object) -> tuple[float, float]:
-    """``bounds`` as finite floats ``(lower, upper)`` with ``lower < upper``."""
+    """``bounds`` as finite floats ``(lower, upper)`` with ``lower < upper``
+    (:func:`mechanisms.base.check_bounds`)."""
     try:
-        lower, upper = (float(v) for v in bounds)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        raise DatasetError(
-            f"dataset {name!r}: bounds must be [lower, upper], got {bounds!r}"
-        ) from None
-    if not (math.isfinite(lower) and math.isfinite(upper) and lower < upper):
-        raise DatasetError(f"dataset {name!r}: bounds must be finite with lower < upper")
-    return lower, upper
+        return base.check_bounds(bounds)
+    except ValueError as err:
+        raise DatasetError(f"dataset {name!r}: {err}") from None
 
 
 def build_datasets(entry: Mapping[str, Any], *, n: int, replicates: int) -> list[Dataset]:

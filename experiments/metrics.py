@@ -8,6 +8,10 @@ between the true median and the mechanism's estimate, |T(S) − M(S)|"):
 * ``sd_abs_error``   = sample standard deviation (ddof = 1) of |M_t − T(S)|
 * ``rmse``           = sqrt(mean_t (M_t − T(S))²)
 * ``mean_error``     = mean_t (M_t − T(S))   (bias; clipping to [a, b] shows here)
+* ``mean_rank_error`` = mean_t #{data points strictly between T(S) and M_t}, for an
+  order statistic (the median, a quantile; NaN for a statistic without ranks):
+  the scale-free error of Gillenwater, Joseph & Kulesza, "Differentially private
+  quantiles" (ICML 2021), :meth:`mechanisms.statistics.Statistic.rank_errors`
 
 :func:`estimates_problem` checks a release's sample and :func:`cdf_problem` its
 ``cdf`` (on a few points, deterministically: it draws no random numbers).
@@ -19,11 +23,14 @@ import math
 
 import numpy as np
 
-METRICS = ("mean_abs_error", "sd_abs_error", "rmse", "mean_error")
+METRICS = ("mean_abs_error", "sd_abs_error", "rmse", "mean_error", "mean_rank_error")
 
 
-def error_metrics(estimates: np.ndarray, true_value: float) -> dict[str, float]:
-    """The metrics above for valid (finite, 1-D, non-empty) ``estimates``."""
+def error_metrics(
+    estimates: np.ndarray, true_value: float, rank_errors: np.ndarray | None = None
+) -> dict[str, float]:
+    """The metrics above for valid (finite, 1-D, non-empty) ``estimates`` and their rank
+    errors (None: the statistic has no ranks)."""
     errors = estimates - true_value
     absolute = np.abs(errors)
     return {
@@ -31,6 +38,7 @@ def error_metrics(estimates: np.ndarray, true_value: float) -> dict[str, float]:
         "sd_abs_error": float(absolute.std(ddof=1)) if absolute.size > 1 else math.nan,
         "rmse": float(np.sqrt(np.mean(errors * errors))),
         "mean_error": float(errors.mean()),
+        "mean_rank_error": math.nan if rank_errors is None else float(rank_errors.mean()),
     }
 
 

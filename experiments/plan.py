@@ -1,7 +1,7 @@
 """From a composed config to a checked plan of work units.
 
 A config names its datasets and mechanisms (``datasets=[normal,uniform]``,
-``mechanisms=[duff,smooth_laplace]``).  Each name is the stem of a YAML file of
+``mechanisms=[duff,smooth_laplace_public]``).  Each name is the stem of a YAML file of
 the group directory ``dataset`` or ``mechanism`` of a config directory (the
 package's ``conf/``, after any the user adds with ``--config-dir``); an entry
 may also be written inline as a mapping with the same fields.  An unknown name
@@ -23,7 +23,15 @@ holds the classes themselves, and workers receive them by reference.  The
 ``plugins: [module, ...]`` key imports modules that call
 :func:`mechanisms.register` themselves.
 
-A work unit is (dataset, replicate, mechanism label); it computes every ε.
+A statistic entry (``conf/statistic/<name>.yaml``) names a
+:class:`mechanisms.statistics.Statistic` class with ``_target_`` and its
+``options``; one entry may stand for several statistics (``quantiles.yaml``: one
+per α).  Every mechanism is paired with every statistic, and must list the
+statistic's ``kind`` in its class's ``statistics`` (a pairing it does not support
+is refused); the statistic's options (``alpha``) are passed to it, so they must
+not also be in the mechanism entry's options.
+
+A work unit is (dataset, replicate, statistic, mechanism label); it computes every ε.
 :meth:`Plan.numbers` is everything that determines the numbers (not n_jobs,
 not results_dir); its hash guards a results directory against mixing configs.
 """
@@ -54,6 +62,7 @@ from experiments.config import (
 from experiments.datasets import Dataset, build_datasets
 from experiments.results import config_hash
 from experiments.targets import import_class
+from mechanisms.statistics import MEDIAN, Statistic
 
 
 def _conf_dir() -> Path:
@@ -63,7 +72,7 @@ def _conf_dir() -> Path:
 
 CONF_DIR = _conf_dir()
 """The project's Hydra configs: ``conf/`` of the repository, ``experiments/conf`` installed."""
-FORMAT = 2
+FORMAT = 3
 """Version of the unit-file layout and seeding scheme; part of the config hash."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -96,9 +105,13 @@ class MechanismEntry:
         """The module that defines the class (its distribution is recorded in run.json)."""
         return self.cls.__module__
 
-    def configure(self, epsilon: float, delta: float | None) -> mechanisms.Mechanism:
-        """The mechanism at ``(epsilon, delta)`` with this entry's options."""
-        return mechanisms.configure(self.cls, epsilon=epsilon, delta=delta, **self.options)
+    def configure(
+        self, epsilon: float, delta: float | None, statistic: Statistic = MEDIAN
+    ) -> mechanisms.Mechanism:
+        """The mechanism at ``(epsilon, delta)`` with this entry's options, estimating
+        ``statistic``."""
+        options = {**self.options, **statistic.mechanism_options()}
+        return mechanisms.configure(self.cls, epsilon=epsilon, delta=delta, **options)
 
     def describe(self) -> dict[str, Any]:
         """The fields that determine this entry's numbers (``target`` only when set)."""
@@ -113,10 +126,12 @@ class MechanismEntry:
 
 @dataclass(frozen=True)
 class Unit:
-    """One work unit: every ε of one mechanism on one dataset replicate."""
+    """One work unit: every ε of one mechanism estimating one statistic on one dataset
+    replicate."""
 
     dataset: Dataset
     replicate: int
+    statistic: Statistic
     mechanism: MechanismEntry
 
 
@@ -144,14 +159,16 @@ class Plan:
 
     settings: Settings
     datasets: tuple[Dataset, ...]
+    statistics: tuple[Statistic, ...]
     mechanisms: tuple[MechanismEntry, ...]
 
     def units(self) -> list[Unit]:
         """All work units, dataset-major (the row order of ``summary.csv``)."""
         return [
-            Unit(dataset, replicate, mechanism)
+            Unit(dataset, replicate, statistic, mechanism)
             for dataset in self.datasets
             for replicate in range(dataset.replicates)
+            for statistic in self.statistics
             for mechanism in self.mechanisms
         ]
 
@@ -166,6 +183,7 @@ class Plan:
             "delta": s.delta,
             "keep_estimates": s.keep_estimates,
             "datasets": [{"id": d.id, **d.describe()} for d in self.datasets],
+            "statistics": [{"id": s.id, **s.describe()} for s in self.statistics],
             "mechanisms": [m.describe() for m in self.mechanisms],
         }
 
@@ -201,6 +219,10 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DI
         entry = load_entry(conf_dir, "dataset", ref)
         datasets += build_datasets(entry, n=n, replicates=replicates)
     check_unique([d.id for d in datasets], "datasets")
+    statistics: list[Statistic] = []
+    for ref in check_sequence(config.get("statistics", ["median"]), "statistics", nonempty=True):
+        statistics += build_statistics(load_entry(conf_dir, "statistic", ref))
+    check_unique([s.id for s in statistics], "statistics")
     entries = [
         mechanism_entry(load_entry(conf_dir, "mechanism", ref))
         for ref in check_sequence(config.get("mechanisms"), "mechanisms", nonempty=True)
@@ -216,12 +238,54 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DI
             except ValueError as err:
                 raise ConfigError(f"delta: {err} (dataset {dataset.id})") from None
     for mechanism in entries:
-        _check_constructible(mechanism, epsilons, deltas if mechanism.takes_delta else {None})
-    return Plan(settings, tuple(datasets), tuple(entries))
+        for statistic in statistics:
+            _check_supports(mechanism, statistic)
+            _check_constructible(
+                mechanism, statistic, epsilons, deltas if mechanism.takes_delta else {None}
+            )
+    return Plan(settings, tuple(datasets), tuple(statistics), tuple(entries))
+
+
+def build_statistics(entry: Mapping[str, Any]) -> list[Statistic]:
+    """The statistics of one ``conf/statistic`` entry (``name``, ``_target_``, ``options``)."""
+    name = entry["name"]
+    unknown = sorted(set(entry) - {"name", "_target_", "options"})
+    if unknown:
+        raise ConfigError(f"statistic {name!r}: unknown fields {', '.join(unknown)}")
+    options = entry.get("options") or {}
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"statistic {name!r}: options must be a mapping, got {options!r}")
+    try:
+        cls: type[Statistic] = import_class(entry.get("_target_"), Statistic)
+        statistics = cls.from_config(**options)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"statistic {name!r}: {err}") from None
+    if not statistics or not all(isinstance(s, Statistic) for s in statistics):
+        raise ConfigError(f"statistic {name!r}: {cls.__qualname__}.from_config gave none")
+    return statistics
+
+
+def _check_supports(entry: MechanismEntry, statistic: Statistic) -> None:
+    """Refuse a pairing the mechanism's class does not declare, or options set twice."""
+    supported = sorted(getattr(entry.cls, "statistics", ()))
+    if statistic.kind not in supported:
+        raise ConfigError(
+            f"mechanism {entry.label!r} cannot estimate statistic {statistic.id!r}: its class "
+            f"{entry.cls.__qualname__} supports {', '.join(supported) or 'nothing'}"
+        )
+    twice = sorted(set(statistic.mechanism_options()) & set(entry.options))
+    if twice:
+        raise ConfigError(
+            f"mechanism {entry.label!r}: options {', '.join(twice)} are set by the statistic "
+            f"{statistic.id!r}; remove them from the mechanism entry"
+        )
 
 
 def _check_constructible(
-    entry: MechanismEntry, epsilons: tuple[float, ...], deltas: set[float | None]
+    entry: MechanismEntry,
+    statistic: Statistic,
+    epsilons: tuple[float, ...],
+    deltas: set[float | None],
 ) -> None:
     """Fail early when ``entry`` cannot be made at any (ε, δ) of the sweep (e.g. a typo in
     its options).  Failing at only some ε is a result, recorded in those rows' status."""
@@ -229,13 +293,14 @@ def _check_constructible(
     for epsilon in epsilons:
         for delta in sorted(deltas, key=lambda d: -1.0 if d is None else d):
             try:
-                entry.configure(epsilon, delta)
+                entry.configure(epsilon, delta, statistic)
                 return
             except (TypeError, ValueError) as err:
                 error = err
+    estimating = "" if statistic == MEDIAN else f" (estimating {statistic.id})"
     raise ConfigError(
         f"mechanism {entry.label!r}: {entry.name!r} with options {entry.options} cannot be "
-        f"made at any epsilon of the sweep: {type(error).__name__}: {error}"
+        f"made at any epsilon of the sweep{estimating}: {type(error).__name__}: {error}"
     )
 
 
@@ -267,10 +332,10 @@ def _entry_file(conf_dir: ConfDirs, group: str, ref: str) -> Path:
 def load_entry(conf_dir: ConfDirs, group: str, ref: object) -> dict[str, Any]:
     """The entry ``ref`` of ``group``: a YAML stem of ``<conf_dir>/group`` or an inline mapping.
 
-    Entries loaded from a file get ``name`` (datasets) or ``label`` (mechanisms)
+    Entries loaded from a file get ``name`` (datasets, statistics) or ``label`` (mechanisms)
     from the file stem when absent, and must agree with it when present.
     """
-    key = "name" if group == "dataset" else "label"
+    key = "label" if group == "mechanism" else "name"
     if isinstance(ref, Mapping):
         entry = dict(ref)
         if not isinstance(entry.get(key), str):

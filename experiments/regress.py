@@ -6,6 +6,7 @@ Run ``python -m experiments.regress`` (or ``duff-regress``)::
     python -m experiments.regress --candidate DIR       # compare an existing run instead
     python -m experiments.regress --update              # rewrite the baseline on purpose
     python -m experiments.regress --baseline mine.csv 'mechanisms=[duff,my_mechanism]'
+    python -m experiments.regress --config-dir my/conf --baseline mine.csv 'mechanisms=[duff,mine]'
 
 Hydra overrides after the options change the sweep (its mechanisms, datasets,
 plug-ins, ...): with a ``--baseline`` of their own, users gate their mechanisms
@@ -91,7 +92,7 @@ from experiments.baseline import (
     write_baseline,
 )
 from experiments.datasets import DatasetError
-from experiments.plan import CONF_DIR, ConfigError, build_plan
+from experiments.plan import CONF_DIR, ConfDirs, ConfigError, build_plan
 from experiments.results import (
     ResultsDirError,
 )
@@ -123,15 +124,18 @@ def regression_config(overrides: Sequence[str] = ()) -> Any:
 
 
 def run_sweep(
-    results_dir: Path | None, n_jobs: int, overrides: Sequence[str] = ()
+    results_dir: Path | None,
+    n_jobs: int,
+    overrides: Sequence[str] = (),
+    conf_dir: ConfDirs = CONF_DIR,
 ) -> tuple[Path, float]:
-    """Run (or resume) the regression sweep (with Hydra ``overrides``); return its
-    results directory and wall time."""
+    """Run (or resume) the regression sweep (with Hydra ``overrides``; names of datasets and
+    mechanisms looked up in ``conf_dir``); return its results directory and wall time."""
     from experiments.run import run
 
     cfg = regression_config(overrides)
     start = time.perf_counter()
-    out = run(cfg, results_dir=results_dir, n_jobs=n_jobs)
+    out = run(cfg, results_dir=results_dir, n_jobs=n_jobs, conf_dir=conf_dir)
     return out, time.perf_counter() - start
 
 
@@ -160,8 +164,8 @@ class Report:
 
 
 def _cell_name(key: tuple) -> str:
-    dataset, subset, label, epsilon = key
-    return f"{dataset}{'/' + subset if subset else ''}/{label}/eps={epsilon:g}"
+    dataset, subset, statistic, label, epsilon = key
+    return f"{dataset}{'/' + subset if subset else ''}/{statistic}/{label}/eps={epsilon:g}"
 
 
 def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool = True) -> Report:
@@ -223,9 +227,21 @@ def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool =
 def _moved_lines(moved: pd.DataFrame, cells: int) -> list[str]:
     """The aligned table of the cells that moved (worst first) and the verdicts' notes."""
     lines = [f"cells that moved ({len(moved)} of {cells}):"]
-    table = [("dataset", "mechanism", "eps", "baseline", "now", "ratio", "allowed", "verdict")]
+    table = [
+        (
+            "dataset",
+            "statistic",
+            "mechanism",
+            "eps",
+            "baseline",
+            "now",
+            "ratio",
+            "allowed",
+            "verdict",
+        )
+    ]
     for key, row in moved.head(SHOWN_ROWS).iterrows():
-        dataset, subset, label, epsilon = key
+        dataset, subset, statistic, label, epsilon = key
         if row["verdict"] == "FAILED":
             now, ratio = f"{row['failed']}/{row['replicates']} rows failed", "-"
         else:
@@ -234,6 +250,7 @@ def _moved_lines(moved: pd.DataFrame, cells: int) -> list[str]:
         table.append(
             (
                 f"{dataset}{'/' + subset if subset else ''}",
+                statistic,
                 label,
                 f"{epsilon:g}",
                 f"{row['baseline']:.5g}",
@@ -296,7 +313,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="duff-regress",
         description="Accuracy regression gate: run the regression sweep (or read --candidate) "
-        "and compare each (dataset, mechanism, epsilon) cell with the baseline. "
+        "and compare each (dataset, statistic, mechanism, epsilon) cell with the baseline. "
         "Exit 0: all hold; 1: a cell failed; 2: usage or input error.",
     )
     parser.add_argument(
@@ -322,6 +339,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--n-jobs", type=int, default=-1, help="joblib workers (default: -1, all)")
     parser.add_argument(
+        "--config-dir",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory of your own dataset/ and mechanism/ YAML files, searched before the "
+        "package's (as duff-run --config-dir); repeatable",
+    )
+    parser.add_argument(
         "overrides",
         nargs="*",
         metavar="OVERRIDE",
@@ -331,20 +357,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _conf_dirs(args: argparse.Namespace) -> list[Path]:
+    """Where dataset and mechanism names are looked up: ``--config-dir``, then the package's."""
+    return [*args.config_dir, CONF_DIR]
+
+
 def _obtain(args: argparse.Namespace) -> tuple[Candidate, float | None]:
     """The candidate: ``--candidate``, or a fresh (or resumed) run of the sweep."""
     if args.candidate is not None:
         return read_candidate(args.candidate), None
     if args.results_dir is not None:
-        out, seconds = run_sweep(args.results_dir, args.n_jobs, args.overrides)
+        out, seconds = run_sweep(args.results_dir, args.n_jobs, args.overrides, _conf_dirs(args))
         return read_candidate(out), seconds
     with tempfile.TemporaryDirectory(prefix="duff-regress-", dir=scratch_dir()) as tmp:
-        out, seconds = run_sweep(Path(tmp), args.n_jobs, args.overrides)
+        out, seconds = run_sweep(Path(tmp), args.n_jobs, args.overrides, _conf_dirs(args))
         return read_candidate(out), seconds
 
 
 def _update(args: argparse.Namespace) -> int:
-    current = build_plan(regression_config(args.overrides)).config_hash
+    current = build_plan(regression_config(args.overrides), _conf_dirs(args)).config_hash
     candidate, seconds = _obtain(args)
     if candidate.config_hash != current:
         raise GateInputError(
@@ -369,7 +400,7 @@ def _update(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     baseline = read_baseline(args.baseline)
     if args.candidate is None:
-        plan = build_plan(regression_config(args.overrides))
+        plan = build_plan(regression_config(args.overrides), _conf_dirs(args))
         if plan.config_hash != baseline["config_hash"].iloc[0]:
             given = f" with overrides {' '.join(args.overrides)}" if args.overrides else ""
             raise GateInputError(

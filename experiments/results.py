@@ -7,12 +7,12 @@ Layout of ``results_dir``::
                       the peer libraries and plug-in packages installed), git
                       commit + dirty flag, host, start/end times, n_jobs, runtime,
                       one entry per invocation (resumes), failed-row summary
-    summary.csv       one row per (dataset, subset, replicate, mechanism, ε), in plan
+    summary.csv       one row per (dataset, subset, replicate, statistic, mechanism, ε), in plan
                       order; columns :data:`SUMMARY_COLUMNS`
     estimates.npz     (keep_estimates only) ``estimates``: float array (rows × trials),
                       row i belonging to row i of summary.csv (NaN where status != ok),
                       plus the 1-D arrays :data:`ESTIMATE_KEYS` naming each row
-    units/<dataset id>/<label>/<replicate>.npz
+    units/<dataset id>/<statistic>/<label>/<replicate>.npz
                       one finished work unit: ``rows`` (a structured array with the
                       summary columns, one row per ε), ``config_hash`` (the sweep's)
                       and, if kept, ``estimates``
@@ -22,8 +22,9 @@ Layout of ``results_dir``::
 ``summary.csv`` columns: the dataset (``dataset``; ``subset`` such as
 ``pelvic_incidence/AB`` for real data, empty for synthetic), ``replicate``,
 ``n`` (points), public ``lower``/``upper`` bounds, ``mechanism`` (the label)
-and its ``registry_name``, ``epsilon``, ``delta`` (given to the mechanism; 0 for
-pure DP), ``trials``, ``true_value`` (the release's median of the bounded data),
+and its ``registry_name``, ``statistic`` (its id, e.g. ``median`` or
+``quantile(0.1)``: :mod:`mechanisms.statistics`), ``epsilon``, ``delta`` (given
+to the mechanism; 0 for pure DP), ``trials``, ``true_value`` (the statistic of the bounded data),
 the errors of :mod:`experiments.metrics`, ``seconds`` (make + release + sample),
 the mechanism's reported guarantee (``guarantee_epsilon``, ``guarantee_delta``,
 ``rho`` (NaN unless zCDP), ``neighbouring``), ``private`` (False when its
@@ -83,6 +84,7 @@ SUMMARY_COLUMNS = (
     "upper",
     "mechanism",
     "registry_name",
+    "statistic",
     "epsilon",
     "delta",
     "trials",
@@ -91,6 +93,7 @@ SUMMARY_COLUMNS = (
     "sd_abs_error",
     "rmse",
     "mean_error",
+    "mean_rank_error",
     "seconds",
     "guarantee_epsilon",
     "guarantee_delta",
@@ -102,7 +105,16 @@ SUMMARY_COLUMNS = (
 )
 """Columns of ``summary.csv``, in order (see :mod:`experiments.metrics` for the errors)."""
 
-ESTIMATE_KEYS = ("dataset", "subset", "replicate", "mechanism", "epsilon", "delta", "true_value")
+ESTIMATE_KEYS = (
+    "dataset",
+    "subset",
+    "replicate",
+    "mechanism",
+    "statistic",
+    "epsilon",
+    "delta",
+    "true_value",
+)
 """Identity columns repeated in ``estimates.npz`` next to the ``estimates`` matrix."""
 
 
@@ -260,9 +272,11 @@ def _read_run_file(run_file: Path) -> dict[str, Any]:
     return previous
 
 
-def unit_path(results_dir: Path, dataset_id: str, label: str, replicate: int) -> Path:
-    """Where the result of work unit (dataset, replicate, mechanism label) lives."""
-    return results_dir / UNITS_DIR / dataset_id / label / f"{replicate:05d}.npz"
+def unit_path(
+    results_dir: Path, dataset_id: str, statistic: str, label: str, replicate: int
+) -> Path:
+    """Where the result of work unit (dataset, replicate, statistic id, mechanism label) lives."""
+    return results_dir / UNITS_DIR / dataset_id / statistic / label / f"{replicate:05d}.npz"
 
 
 def save_unit(

@@ -9,7 +9,7 @@ write whole:
 * ``summary.csv``: exactly the columns :data:`experiments.results.SUMMARY_COLUMNS`,
   every line complete (a file cut in the middle of a line, or of its last field,
   is truncated), every value of its column's type, and one row per cell of the
-  plan, ``datasets × replicates × mechanisms × ε``, no more and no fewer;
+  plan, ``datasets × replicates × statistics × mechanisms × ε``, no more and no fewer;
   ``status == "ok"`` rows have finite, non-negative errors;
 * ``estimates.npz`` (when asked for): a ``rows × trials`` matrix whose identity
   arrays (:data:`experiments.results.ESTIMATE_KEYS`) repeat the summary's rows.
@@ -49,9 +49,17 @@ from experiments.results import (
 )
 from mechanisms.base import check_integer
 
-KEY = ("dataset", "subset", "replicate", "mechanism", "epsilon")
+KEY = ("dataset", "subset", "replicate", "statistic", "mechanism", "epsilon")
 """Columns that identify a row of ``summary.csv``: one cell of the plan."""
-TEXT_COLUMNS = ("dataset", "subset", "mechanism", "registry_name", "neighbouring", "status")
+TEXT_COLUMNS = (
+    "dataset",
+    "subset",
+    "mechanism",
+    "registry_name",
+    "statistic",
+    "neighbouring",
+    "status",
+)
 INT_COLUMNS = ("replicate", "n", "trials")
 BOOL_COLUMNS = ("private", "guarantee_met")
 FLOAT_COLUMNS = tuple(
@@ -164,12 +172,16 @@ def expected_cells(numbers: Mapping[str, Any], labels: Sequence[str], path: Path
             (*_split_id(_text(d["id"])), int(d.get("replicates", 1)))
             for d in _list(numbers, "datasets", path)
         ]
+        statistics = [_text(s["id"]) for s in _list(numbers, "statistics", path)]
     except (KeyError, TypeError, ValueError) as err:
-        raise ResultsError(f"{path}: numbers.datasets / epsilons malformed ({err!r})") from None
+        raise ResultsError(
+            f"{path}: numbers.datasets / statistics / epsilons malformed ({err!r})"
+        ) from None
     rows = [
-        (dataset, subset, replicate, label, epsilon)
+        (dataset, subset, replicate, statistic, label, epsilon)
         for dataset, subset, replicates in datasets
         for replicate in range(replicates)
+        for statistic in statistics
         for label in labels
         for epsilon in epsilons
     ]
@@ -390,9 +402,9 @@ def check_cells(
 
 
 def _cell_name(key: tuple) -> str:
-    dataset, subset, replicate, label, epsilon = key
+    dataset, subset, replicate, statistic, label, epsilon = key
     where = f"{dataset}/{subset}" if subset else dataset
-    return f"{where} replicate {replicate} {label} ε={epsilon:g}"
+    return f"{where} replicate {replicate} {statistic} {label} ε={epsilon:g}"
 
 
 # ------------------------------------------------------------------ estimates.npz

@@ -4,7 +4,7 @@ Run ``python -m experiments.run`` (or ``duff-run``) with Hydra overrides, e.g.::
 
     python -m experiments.run                        # figure1 at paper scale
     python -m experiments.run experiment=smoke       # seconds
-    python -m experiments.run epsilons=[0.5,1] mechanisms=[duff,laplace_ln] n_jobs=2
+    python -m experiments.run epsilons=[0.5,1] mechanisms=[duff,laplace_ln_public] n_jobs=2
     python -m experiments.run results_dir=results/figure1/2024-01-01_00-00-00   # resume
     python -m experiments.run --multirun seed=1,2,3  # one results dir per job
 
@@ -82,6 +82,7 @@ from experiments.results import (
 )
 from experiments.supervisor import DaskPool, LokyPool, Pool, Supervisor, Task
 from experiments.unit import failed_unit, run_unit
+from mechanisms.statistics import MEDIAN
 
 log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -199,7 +200,8 @@ def _execute(
 
 
 def _unit_name(unit: Unit) -> str:
-    return f"{unit.mechanism.label} on {unit.dataset.id} #{unit.replicate}"
+    statistic = "" if unit.statistic == MEDIAN else f" ({unit.statistic.id})"
+    return f"{unit.mechanism.label}{statistic} on {unit.dataset.id} #{unit.replicate}"
 
 
 def run(
@@ -247,7 +249,9 @@ def _run_locked(
     digest = plan.config_hash
     previous = open_results_dir(out, digest, plan.numbers())
     units = plan.units()
-    paths = [unit_path(out, u.dataset.id, u.mechanism.label, u.replicate) for u in units]
+    paths = [
+        unit_path(out, u.dataset.id, u.statistic.id, u.mechanism.label, u.replicate) for u in units
+    ]
     todo = [
         (u, p)
         for u, p in zip(units, paths, strict=True)

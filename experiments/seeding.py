@@ -6,8 +6,11 @@ from *when* it is used:
 
 * data of one dataset replicate: ``("data", dataset, replicate)`` — the same for
   every mechanism and ε, so all comparisons are paired;
-* noise of one (dataset, replicate, mechanism label, ε) cell:
-  ``("noise", dataset, replicate, label, ε)``.
+* noise of one (dataset, replicate, statistic, mechanism label, ε) cell:
+  ``("noise", dataset, replicate, label, ε)`` for the median and
+  ``("noise", dataset, replicate, statistic, label, ε)`` for any other statistic
+  (the median was the only statistic before statistics became an axis of the
+  sweep; keeping its key keeps every earlier number).
 
 Strings map to integers through SHA-256 (stable across processes and Python
 versions, unlike ``hash()``), floats through ``float.hex`` (exact).  Adding a
@@ -21,6 +24,7 @@ import hashlib
 import numpy as np
 
 from mechanisms.base import check_integer
+from mechanisms.statistics import MEDIAN
 
 
 def stable_int(value: str | float | int) -> int:
@@ -56,9 +60,16 @@ def data_rng(seed: int, dataset: str, replicate: int) -> np.random.Generator:
 
 
 def noise_rng(
-    seed: int, dataset: str, replicate: int, label: str, epsilon: float
+    seed: int,
+    dataset: str,
+    replicate: int,
+    label: str,
+    epsilon: float,
+    statistic: str = MEDIAN.id,
 ) -> np.random.Generator:
-    """The generator for mechanism ``label``'s estimates at ``epsilon`` on one dataset."""
-    return np.random.default_rng(
-        seed_sequence(seed, "noise", dataset, replicate, label, float(epsilon))
-    )
+    """The generator for mechanism ``label``'s estimates of ``statistic`` (its id) at
+    ``epsilon`` on one dataset."""
+    cell: tuple[str | float, ...] = (label, float(epsilon))
+    if statistic != MEDIAN.id:
+        cell = (statistic, *cell)
+    return np.random.default_rng(seed_sequence(seed, "noise", dataset, replicate, *cell))

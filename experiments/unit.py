@@ -2,11 +2,12 @@
 
 The harness trusts nothing a mechanism says about itself:
 
-* the truth T(S) is computed here, from the data, as the statistic of the sweep
-  (the lower median ``x_(ceil(n/2))`` of the data bounded to ``[a, b]`` the way
-  the mechanism's public ``bounding`` option says: clipped, or with the points
-  outside dropped; Duff paper, section 4.1); a release whose ``true_value``
-  disagrees is recorded as a problem;
+* the truth T(S) is computed here, from the data, as the unit's statistic
+  (:mod:`mechanisms.statistics`: the lower median ``x_(ceil(n/2))``, an
+  α-quantile, …) of the data bounded to ``[a, b]`` the way the mechanism's
+  public ``bounding`` option says (clipped, or with the points outside dropped;
+  Duff paper, section 4.1); a release whose ``true_value`` disagrees is recorded
+  as a problem, and the rank error is counted on the same bounded data;
 * the guarantee the mechanism claims is recorded beside the requested (ε, δ):
   ``guarantee_met`` is False when the claim is weaker than the request
   (ε' > ε or δ' > δ, e.g. LaplaceLN's zCDP conversion), and an invalid claim
@@ -40,7 +41,7 @@ from experiments.metrics import METRICS, cdf_problem, error_metrics, estimates_p
 from experiments.plan import Settings, Unit
 from experiments.results import SUMMARY_COLUMNS, save_unit
 from experiments.seeding import noise_rng
-from mechanisms.base import bound_data, lower_median
+from mechanisms.base import bound_data
 
 MAX_STATUS = 300
 RELATIVE_SLACK = 1e-9
@@ -52,12 +53,12 @@ class UnitTimeout(BaseException):
     so a mechanism's ``except Exception`` cannot swallow it)."""
 
 
-def statistic(data: np.ndarray, lower: float, upper: float, bounding: str) -> float:
-    """T(S): the lower median of ``data`` bounded to ``[lower, upper]`` by ``bounding``."""
+def bounded_sorted(data: np.ndarray, lower: float, upper: float, bounding: str) -> np.ndarray:
+    """``data`` bounded to ``[lower, upper]`` by ``bounding`` (clip or drop), sorted."""
     method = bounding if bounding in ("clip", "drop") else "clip"
     bounded = bound_data(np.asarray(data, dtype=np.float64), lower, upper, method)
     bounded.sort()
-    return lower_median(bounded, lower)
+    return bounded
 
 
 def guarantee_fields(guarantee: Any, epsilon: float, delta: float | None) -> dict[str, Any]:
@@ -115,8 +116,8 @@ def _cell(
     unit: Unit, data: np.ndarray, epsilon: float, delta: float | None, settings: Settings
 ) -> tuple[dict[str, Any], np.ndarray | None]:
     """Release and sample one (unit, ε) cell; never raises for a mechanism's failure."""
-    entry = unit.mechanism
-    rng = noise_rng(settings.seed, unit.dataset.id, unit.replicate, entry.label, epsilon)
+    entry, dataset, statistic = unit.mechanism, unit.dataset, unit.statistic
+    rng = noise_rng(settings.seed, dataset.id, unit.replicate, entry.label, epsilon, statistic.id)
     fields: dict[str, Any] = dict.fromkeys(
         ("true_value", *METRICS, "guarantee_epsilon", "guarantee_delta", "rho"), math.nan
     )
@@ -124,16 +125,19 @@ def _cell(
     estimates = None
     start = time.perf_counter()
     try:
-        mechanism = entry.configure(epsilon, delta)
+        mechanism = entry.configure(epsilon, delta, statistic)
         fields.update(guarantee_fields(mechanism.guarantee, epsilon, delta))
-        release = mechanism.release(data, (unit.dataset.lower, unit.dataset.upper))
+        release = mechanism.release(data, (dataset.lower, dataset.upper))
         sample = release.sample(settings.trials, rng)
         seconds = time.perf_counter() - start
-        truth = statistic(data, unit.dataset.lower, unit.dataset.upper, _bounding(mechanism))
+        bounded = bounded_sorted(data, dataset.lower, dataset.upper, _bounding(mechanism))
+        truth = statistic.value(bounded, dataset.lower, dataset.upper)
         problem = _check_release(release, sample, truth, unit, settings)
         if problem is None:
             fields["true_value"] = truth
-            fields.update(error_metrics(sample, truth))
+            fields.update(
+                error_metrics(sample, truth, statistic.rank_errors(bounded, truth, sample))
+            )
             estimates = sample
     except UnitTimeout:
         raise
@@ -160,6 +164,7 @@ def _identity(unit: Unit, settings: Settings, n: int) -> dict[str, Any]:
         "upper": unit.dataset.upper,
         "mechanism": unit.mechanism.label,
         "registry_name": unit.mechanism.name,
+        "statistic": unit.statistic.id,
         "delta": 0.0 if delta is None else delta,
         "trials": settings.trials,
     }

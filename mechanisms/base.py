@@ -34,9 +34,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mechanisms.error_bounds import Bound
 
 BOUNDING_METHODS = ("clip", "drop")
 
@@ -92,28 +95,48 @@ class Guarantee:
 # --------------------------------------------------------------------------- checks
 
 
-def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float, or raise ``ValueError`` unless finite and > 0."""
+def check_real(
+    value: object,
+    name: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    open_minimum: bool = True,
+    open_maximum: bool = True,
+) -> float:
+    """``value`` as a finite ``float`` in the stated range; ``ValueError`` naming ``name`` if not.
+
+    The one real-number check of the project (with :func:`check_integer`, in the
+    spirit of scikit-learn's ``check_scalar``): ε, δ, α, timeouts and config values
+    all go through it.  Accepted: ``int``, ``float``, ``fractions.Fraction``,
+    ``decimal.Decimal`` and numpy reals; refused: ``bool``, strings, NaN, ±inf and
+    values outside the range (``open_*``: the end itself is excluded).
+    """
+    low = "" if minimum is None else f"{'>' if open_minimum else '>='} {minimum:g}"
+    high = "" if maximum is None else f"{'<' if open_maximum else '<='} {maximum:g}"
+    wanted = " and ".join(part for part in (low, high) if part)
+    wanted = f"a finite number {wanted}" if wanted else "a finite number"
+    if not _is_real_number(value):
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
     try:
-        value = float(epsilon)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive finite number, got {epsilon!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {epsilon!r}")
-    return value
+        number = float(value)  # type: ignore[arg-type]
+    except (OverflowError, ValueError):  # a huge Fraction or Decimal, Decimal('sNaN')
+        raise ValueError(f"{name} must be {wanted}, got {value!r}") from None
+    below = minimum is not None and (number <= minimum if open_minimum else number < minimum)
+    above = maximum is not None and (number >= maximum if open_maximum else number > maximum)
+    if not math.isfinite(number) or below or above:
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return number
+
+
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float, or raise ``ValueError`` unless finite and > 0."""
+    return check_real(epsilon, name, minimum=0.0)
 
 
 def check_open_unit(value: object, name: str) -> float:
     """Return ``value`` as a float; ``ValueError`` naming ``name`` unless it lies in (0, 1)."""
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}") from None
-    if not 0.0 < number < 1.0:
-        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
-    return number
+    return check_real(value, name, minimum=0.0, maximum=1.0)
 
 
 def check_delta(delta: float | None, *, required: bool, mechanism: str) -> float | None:
@@ -282,6 +305,9 @@ class Mechanism(ABC):
     """The name figures and tables show for this class ("": the config label)."""
     requires_delta: ClassVar[bool] = False
     neighbouring: Neighbouring = Neighbouring.ADD_REMOVE
+    statistics: ClassVar[frozenset[str]] = frozenset({"median"})
+    """The statistics (:mod:`mechanisms.statistics` names) this class can estimate;
+    one that supports ``"quantile"`` takes an ``alpha`` option."""
 
     def __init__(
         self, *, epsilon: float, delta: float | None = None, bounding: str = "clip"
@@ -313,6 +339,14 @@ class Mechanism(ABC):
     @abstractmethod
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         """Build the release from sorted data already inside ``[lower, upper]``."""
+
+    def error_bounds(
+        self, sorted_x: np.ndarray, lower: float, upper: float, eta: float
+    ) -> list[Bound]:
+        """High-probability error bounds of this mechanism's release on sorted data
+        inside ``[lower, upper]``, each holding with probability ``>= 1 - eta``
+        (:mod:`mechanisms.error_bounds`); none unless a class declares them."""
+        return []
 
     def __repr__(self) -> str:
         delta = "" if self.delta is None else f", delta={self.delta:g}"

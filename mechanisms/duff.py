@@ -1,6 +1,7 @@
-"""Duff: the exponential mechanism with the dataset-distance utility, for the lower median.
+"""Duff: the exponential mechanism with the dataset-distance utility, for medians and quantiles.
 
-Gillenwater & Muñoz Medina, "Duff" (the seed paper), Definition 8:
+Gillenwater & Muñoz Medina, "Duff: A Dataset-Distance-Based Utility Function
+Family for the Exponential Mechanism", Definition 8:
 
     u_d(x, S) = -min{ d(S, S') : T(S') = x },
 
@@ -8,7 +9,9 @@ with ``d`` the add/remove distance (Definition 5) and ``T`` the lower median
 (rank ``m = ceil(n/2)``; ``T(∅) = a`` by the convention of
 :mod:`mechanisms.base`).  Its sensitivity is 1 (Lemma 1), so the EM density is
 ``∝ exp(ε·u_d(x, S) / 2)`` (Definition 7) and the mechanism is ε-DP for
-add/remove neighbours (Definition 1).
+add/remove neighbours (Definition 1).  The α-quantile and the replace-one
+(Hamming) distance, i.e. the inverse sensitivity mechanism of Asi & Duchi, are
+derived in :mod:`mechanisms.duff_utility`; the median case is below.
 
 Closed form (derived here, equal to the step function of section 4.1).  Let
 ``L = #{y < x}``, ``R = #{y > x}``, ``t = #{y = x}`` and ``D = L - R``.  An
@@ -35,11 +38,19 @@ section 4.1 step function.  (The paper's range for the second case,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 import numpy as np
 
-from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release
+if TYPE_CHECKING:
+    from mechanisms.error_bounds import Bound
+
+from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release, check_choice
+from mechanisms.duff_utility import QuantileDistance
+from mechanisms.noise import check_neighbours
+from mechanisms.quantile_em import check_alpha
 from mechanisms.registry import register
-from mechanisms.sampling import PiecewiseUniformRelease, score_epsilon
+from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
 
 
 def gap_utility(n: int, gaps: np.ndarray) -> np.ndarray:
@@ -49,6 +60,8 @@ def gap_utility(n: int, gaps: np.ndarray) -> np.ndarray:
     as ``-(|D + 1/2| + 1/2)`` (equal for integers, exact in float64 for
     ``n < 2**51``, and a single temporary); largest (``-1``) on gap ``n // 2``.
     Only positive-length gaps matter; for a zero-length gap the value is unused.
+    :meth:`mechanisms.duff_utility.QuantileDistance.gap_utility` with ``alpha = 0.5``
+    gives the same array.
     """
     u = np.multiply(gaps, 2.0, dtype=np.float64)
     u -= n - 0.5
@@ -57,55 +70,136 @@ def gap_utility(n: int, gaps: np.ndarray) -> np.ndarray:
     return np.negative(u, out=u)
 
 
-def utility(sorted_x: np.ndarray, x: np.ndarray | float, lower: float) -> np.ndarray:
-    """``u_d(x, S)`` at any points ``x`` in ``[lower, upper]`` (module docstring).
+def utility(
+    sorted_x: np.ndarray,
+    x: np.ndarray | float,
+    lower: float,
+    *,
+    alpha: float = 0.5,
+    neighbouring: Neighbouring = Neighbouring.ADD_REMOVE,
+) -> np.ndarray:
+    """``u(x, S)`` for the α-quantile at any points ``x`` in ``[lower, upper]``, ties included.
 
     ``sorted_x`` is the sorted bounded data and ``lower`` the bound ``a``, needed
-    only for the empty dataset (whose lower median is ``a``).
+    only for the empty dataset (``T(∅) = a``).  Add/remove: Duff (module
+    docstring for the median, :mod:`mechanisms.duff_utility` for any α);
+    replace-one: minus the inverse sensitivity ``len(x; S)`` (``-inf`` off ``a``
+    for the empty dataset, which has no dataset of its size with another value).
     """
     data = np.asarray(sorted_x, dtype=np.float64)
     points = np.asarray(x, dtype=np.float64)
     n = data.size
     below = np.searchsorted(data, points, side="left")
-    not_above = np.searchsorted(data, points, side="right")
-    ties = not_above - below
-    d = below - (n - not_above)
-    in_gap = -(1 + np.maximum(np.maximum(d, -d - 1), 0))
-    at_value = -np.maximum(np.maximum(d - (ties - 1), -ties - d), 0)
-    u = np.where(ties == 0, in_gap, at_value).astype(np.float64)
-    if n == 0:
-        u = np.where(points == lower, 0.0, u)
-    return u
+    ties = np.searchsorted(data, points, side="right") - below
+    at_lower = points == lower
+    if neighbouring is Neighbouring.REPLACE_ONE and n == 0:
+        return np.where(at_lower, 0.0, -np.inf)
+    distance = QuantileDistance.of(n, alpha, neighbouring)(below, ties)
+    if neighbouring is Neighbouring.ADD_REMOVE:  # S' = ∅ has T = a
+        distance = np.where(at_lower, np.minimum(distance, n), distance)
+    return -distance.astype(np.float64)
 
 
 @register
 class Duff(Mechanism):
-    """EM with the Duff utility for the lower median; ε-DP, add/remove neighbours.
+    """EM with the dataset-distance utility for the α-quantile; ε-DP for the chosen neighbouring.
 
-    Density on gap ``i``: ``∝ exp(ε·u_d/2)`` with ``u_d`` from :func:`gap_utility`
-    (Duff paper, Definition 8, Lemma 1 (Δu = 1), section 4.1), sampled exactly by
-    :class:`mechanisms.sampling.PiecewiseUniformRelease`.
+    Density on gap ``i``: ``∝ exp(ε·u/2)`` with ``u = -min{d(S, S') : T_α(S') = x}``
+    and ``T_α(S) = x_(ceil(α·n))`` (Duff paper, Definition 8, Lemma 1 (Δu = 1),
+    section 4.1), sampled exactly by
+    :class:`mechanisms.sampling.PiecewiseUniformRelease`.  Options:
+
+    * ``alpha`` (in (0, 1), default 0.5: the lower median, with the paper's step
+      function :func:`gap_utility`);
+    * ``neighbours``: ``"add_remove"`` (default; ``d`` the add/remove distance:
+      Duff, ε-DP for add/remove neighbours) or ``"replace_one"`` (``d`` the Hamming
+      distance between datasets of the same size: the inverse sensitivity
+      mechanism of Asi & Duchi, "Instance-optimality in differential privacy via
+      approximate inverse sensitivity mechanisms", ε-DP for replace-one
+      neighbours).  Both utilities have sensitivity 1 under their neighbouring;
+    * ``sampler`` (:data:`mechanisms.sampling.SAMPLERS`): ``"inverse_cdf"``
+      (default) or the paper's racing sampler (Algorithm 1, ``"racing"``): the same
+      distribution; inversion is faster at every size measured
+      (``benchmarks/bench_racing.py``).
+
+    Closed forms per gap and their derivation: :mod:`mechanisms.duff_utility`.
     """
 
     name = "duff"
-    neighbouring = Neighbouring.ADD_REMOVE
+    statistics: ClassVar[frozenset[str]] = frozenset({"median", "quantile"})
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        delta: float | None = None,
+        bounding: str = "clip",
+        alpha: float = 0.5,
+        neighbours: str = "add_remove",
+        sampler: str = "inverse_cdf",
+    ) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
+        self.alpha = check_alpha(alpha)
+        self.neighbouring = check_neighbours(neighbours)
+        self.sampler = check_choice(sampler, SAMPLERS, "sampler")
 
     @property
     def guarantee(self) -> Guarantee:
+        if self.neighbouring is Neighbouring.REPLACE_ONE:
+            source = (
+                "inverse sensitivity mechanism (Asi & Duchi, 'Instance-optimality in "
+                "differential privacy via approximate inverse sensitivity mechanisms'): "
+                "exponential mechanism with u = -(Hamming distance to a dataset with T = x), "
+                "sensitivity 1 for replace-one neighbours"
+            )
+        else:
+            source = (
+                "Duff paper: exponential mechanism (Def. 7) with u_d of sensitivity 1 (Lemma 1)"
+            )
         return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=Neighbouring.ADD_REMOVE,
-            source="Duff paper: exponential mechanism (Def. 7) with u_d of sensitivity 1 (Lemma 1)",
+            epsilon=self.epsilon, delta=0.0, neighbouring=self.neighbouring, source=source
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         n = sorted_x.size
         half_epsilon = 0.5 * score_epsilon(self.epsilon, n)
+        distance = QuantileDistance.of(n, self.alpha, self.neighbouring)
+        median = self.alpha == 0.5 and self.neighbouring is Neighbouring.ADD_REMOVE
 
         def log_score(gaps: np.ndarray) -> np.ndarray:
-            u = gap_utility(n, gaps)
+            # the median: the paper's step function (the same numbers in fewer steps)
+            u = gap_utility(n, gaps) if median else distance.gap_utility(gaps)
             u *= half_epsilon
             return u
 
-        return PiecewiseUniformRelease(sorted_x, lower, upper, log_score, mode=n // 2)
+        true_value = float(lower) if n == 0 else float(sorted_x[distance.rank - 1])
+        return PiecewiseUniformRelease(
+            sorted_x,
+            lower,
+            upper,
+            log_score,
+            mode=distance.mode,
+            true_value=true_value,
+            sampler=self.sampler,
+        )
+
+    def error_bounds(
+        self, sorted_x: np.ndarray, lower: float, upper: float, eta: float
+    ) -> list[Bound]:
+        """The Duff paper's Corollary 1 (with C from the data, and with the paper's C) for
+        the median under add/remove neighbours; none for other quantiles or replace-one."""
+        from mechanisms import error_bounds  # imports this module: import here, not above
+
+        if self.alpha != 0.5 or self.neighbouring is not Neighbouring.ADD_REMOVE:
+            return []
+        common = {"epsilon": self.epsilon, "eta": eta}
+        return [
+            error_bounds.duff_bound(sorted_x, lower, upper, **common),
+            error_bounds.duff_bound_paper_c(sorted_x, lower, upper, **common),
+        ]
+
+    def __repr__(self) -> str:
+        options = "" if self.alpha == 0.5 else f", alpha={self.alpha!r}"
+        if self.neighbouring is Neighbouring.REPLACE_ONE:
+            options += f", neighbours={self.neighbouring.value!r}"
+        return f"Duff(epsilon={self.epsilon:g}{options})"

@@ -17,7 +17,9 @@ bound on the local sensitivity of ``f`` (``g >= LS_f`` and
     for  ε = t/σ + e^{3σ²/2}·s.
 
 In the Duff paper's notation (section 6) ``β = t`` and ``α = s``; the paper's
-``Y ~ N(0, σ)`` means ``σY`` with ``Y ~ N(0, 1)``.
+``Y ~ N(0, σ)`` means ``σY`` with ``Y ~ N(0, 1)``.  ``f`` is the α-quantile
+``x_(ceil(αn))`` (option ``alpha``, another α) with ``g`` its smooth sensitivity
+(:mod:`mechanisms.smooth_sensitivity`).
 
 Parameters (section 3.1.1, also implemented so in Google's dp_multiq
 ``csmooth.py``): for a target ε, ``s = e^{-3σ²/2}(ε - t/σ)`` and the
@@ -72,10 +74,10 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Neighbouring, Release, check_choice, lower_median
+from mechanisms.base import Guarantee, Neighbouring, Release, check_choice
 from mechanisms.noise import Scale, StandardNoise, log_ratio
 from mechanisms.registry import register
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
 from mechanisms.tuning import Penalty, TunedNoiseMechanism, minimise, reference_smooth_sensitivity
 
 SIGMA_MAX = 2.0
@@ -214,7 +216,7 @@ def _penalty(epsilon: float) -> Penalty:
     )
 
 
-def optimal_parameters(ss: MedianSmoothSensitivity, epsilon: float) -> LaplaceLogNormalParameters:
+def optimal_parameters(ss: QuantileSmoothSensitivity, epsilon: float) -> LaplaceLogNormalParameters:
     """``(t, σ, s)`` minimising the noise standard deviation at CDP parameter ε (section 3.1.1).
 
     ``t = σ = 0, s = ε`` when ε is so small that this limit is the minimum
@@ -233,7 +235,7 @@ def optimal_parameters(ss: MedianSmoothSensitivity, epsilon: float) -> LaplaceLo
 def public_parameters(
     epsilon: float, n: int, neighbouring: Neighbouring
 ) -> LaplaceLogNormalParameters:
-    """:func:`optimal_parameters` on the public reference data of size ``n``."""
+    """:func:`optimal_parameters` on the public reference data of size ``n`` (any quantile)."""
     return optimal_parameters(reference_smooth_sensitivity(n, neighbouring), epsilon)
 
 
@@ -242,8 +244,9 @@ class LaplaceLogNormal(TunedNoiseMechanism):
     """``T(S) + SS_t/s · X e^{σY}``: ε_c²/2-zCDP, reported also as (ε', δ)-DP.
 
     Options: ``target`` (``"zcdp"``: ε is the CDP parameter; ``"approx_dp"``:
-    ε is the (ε, δ)-DP target), ``neighbours``, ``clip_output``, ``tuning``,
-    ``reference_size`` (see :class:`mechanisms.tuning.TunedNoiseMechanism`).
+    ε is the (ε, δ)-DP target), ``alpha`` (the quantile, default 0.5),
+    ``neighbours``, ``clip_output``, ``tuning``, ``reference_size`` (see
+    :class:`mechanisms.tuning.TunedNoiseMechanism`).
     """
 
     name = "laplace_ln"
@@ -292,7 +295,7 @@ class LaplaceLogNormal(TunedNoiseMechanism):
         return Scale.exp(math.log(width) - log_cdp_epsilon_for(self.epsilon, self.required_delta))
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
-        ss = MedianSmoothSensitivity(sorted_x, lower, upper, self.neighbouring)
+        ss = QuantileSmoothSensitivity(sorted_x, lower, upper, self.neighbouring, alpha=self.alpha)
         if self.tuning == "oracle":
             params = optimal_parameters(ss, self.cdp_epsilon)
         else:
@@ -306,7 +309,7 @@ class LaplaceLogNormal(TunedNoiseMechanism):
             sorted_x,
             lower,
             upper,
-            true_value=lower_median(sorted_x, lower),
+            true_value=self.quantile(sorted_x, lower),
             scale=scale,
             noise=StandardLaplaceLogNormal(params.sigma),
             parameters={

@@ -1,8 +1,9 @@
 """Additive-noise releases ``T(S) + scale·Z``, optionally clipped to ``[a, b]``.
 
-Shared by every noise-adding median mechanism (smooth sensitivity and global
-sensitivity).  ``Z`` is a *standardised* noise distribution with an exact cdf and
-a sampler; the release is the distribution of
+Shared by every noise-adding mechanism (smooth sensitivity and global
+sensitivity; :class:`QuantileNoiseMechanism` adds the option ``alpha`` for those
+that estimate any α-quantile).  ``Z`` is a *standardised* noise distribution
+with an exact cdf and a sampler; the release is the distribution of
 
     M(S) = clip(T(S) + scale·Z, a, b)    (or without the clip),
 
@@ -30,6 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import special
@@ -42,6 +44,7 @@ from mechanisms.base import (
     check_rng,
     check_size,
 )
+from mechanisms.quantile_em import check_alpha, quantile_rank
 
 NEIGHBOURS = tuple(member.value for member in Neighbouring)
 LOG_FLOAT_MAX = math.log(sys.float_info.max)
@@ -296,3 +299,26 @@ class NoiseMechanism(Mechanism):
             clip=self.clip_output,
             parameters=parameters,
         )
+
+
+class QuantileNoiseMechanism(NoiseMechanism):
+    """A :class:`NoiseMechanism` for the α-quantile; option ``alpha`` (default 1/2).
+
+    The statistic is ``x_(ceil(αn))`` (:func:`mechanisms.quantile_em.quantile_rank`,
+    α read as the decimal it was written as), the lower median for α = 1/2, and
+    ``a`` for the empty dataset.
+    """
+
+    statistics: ClassVar[frozenset[str]] = frozenset({"median", "quantile"})
+
+    def __init__(
+        self, *, epsilon: float, delta: float | None = None, alpha: float = 0.5, **options: Any
+    ) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, **options)
+        self.alpha = check_alpha(alpha)
+
+    def quantile(self, sorted_x: np.ndarray, lower: float) -> float:
+        """``x_(ceil(αn))`` of the sorted bounded data, ``lower`` if it is empty."""
+        if sorted_x.size == 0:
+            return float(lower)
+        return float(sorted_x[quantile_rank(sorted_x.size, self.alpha) - 1])

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -61,7 +62,10 @@ from mechanisms.base import (
     check_open_unit,
 )
 from mechanisms.registry import register
-from mechanisms.sampling import PiecewiseUniformRelease, score_epsilon
+
+if TYPE_CHECKING:
+    from mechanisms.error_bounds import Bound
+from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
 
 NEIGHBOURS = tuple(choice.value for choice in Neighbouring)
 
@@ -112,12 +116,15 @@ def quantile_rank(n: int, alpha: float) -> int:
 class QuantileEM(Mechanism):
     """EM with the rank utility of eq. 2.2; ε-DP for the chosen neighbouring.
 
-    Options: ``alpha`` (the quantile, in (0, 1); 0.5 = median) and
+    Options: ``alpha`` (the quantile, in (0, 1); 0.5 = median),
     ``neighbours`` (``"add_remove"`` or ``"replace_one"``), which fixes both
-    ``Δu`` and the neighbouring relation of the guarantee.
+    ``Δu`` and the neighbouring relation of the guarantee, and ``sampler``
+    (:data:`mechanisms.sampling.SAMPLERS`: inversion, the default and faster, or
+    the Duff paper's racing sampler, Algorithm 1; the same distribution).
     """
 
     name = "quantile_em"
+    statistics = frozenset({"median", "quantile"})
 
     def __init__(
         self,
@@ -127,9 +134,11 @@ class QuantileEM(Mechanism):
         bounding: str = "clip",
         alpha: float = 0.5,
         neighbours: str = "add_remove",
+        sampler: str = "inverse_cdf",
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
         self.alpha = check_alpha(alpha)
+        self.sampler = check_choice(sampler, SAMPLERS, "sampler")
         self.neighbouring = Neighbouring(check_choice(neighbours, NEIGHBOURS, "neighbours"))
         self.sensitivity = sensitivity(self.alpha, self.neighbouring)
 
@@ -160,8 +169,32 @@ class QuantileEM(Mechanism):
         mode = whole + (fraction > 0.5)  # the gap index nearest to alpha·n
         true_value = float(lower) if n == 0 else float(sorted_x[quantile_rank(n, alpha) - 1])
         return PiecewiseUniformRelease(
-            sorted_x, lower, upper, log_score, mode=mode, true_value=true_value
+            sorted_x,
+            lower,
+            upper,
+            log_score,
+            mode=mode,
+            true_value=true_value,
+            sampler=self.sampler,
         )
+
+    def error_bounds(
+        self, sorted_x: np.ndarray, lower: float, upper: float, eta: float
+    ) -> list[Bound]:
+        """Brown's lecture notes, attempt 3: a rank-error bound for any α and both
+        neighbourings (:func:`mechanisms.error_bounds.quantile_em_bound`)."""
+        from mechanisms import error_bounds  # imports this module: import here, not above
+
+        bound = error_bounds.quantile_em_bound(
+            sorted_x,
+            lower,
+            upper,
+            epsilon=self.epsilon,
+            eta=eta,
+            alpha=self.alpha,
+            neighbouring=self.neighbouring,
+        )
+        return [bound]
 
     def __repr__(self) -> str:
         return (

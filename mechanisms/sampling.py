@@ -61,9 +61,10 @@ What "exact" means in float64
   the rounding of the cumulative sum (at most half an ulp of ``C_i``, i.e.
   ``<= 2**-54``, per gap): an absolute error below ``2**-52`` per gap.  Gaps with
   ``p_i`` below that resolution may never be drawn; zero-length gaps never are.
-  The paper's racing sampler (Algorithm 1) has the same kind of limit: with
-  53-bit uniforms ``log(1/U)`` lies in ``[1.1e-16, 36.7]`` (or is infinite), so a
-  gap whose weight is below ~``3e-18`` of the largest essentially never wins.
+  The paper's racing sampler (Algorithm 1, ``sampler="racing"``,
+  :mod:`mechanisms.racing`) has the same kind of limit: its ``Exp(1)`` variables
+  are floats with 53-bit resolution, so the probability of a level whose weight
+  is below ~1e-16 of the largest is not resolved.
   Inside the chosen gap the output is ``x_(i) + len_i·V`` with a second 53-bit
   uniform ``V``, clipped to the gap.
 * ``cdf`` is the same cumulative sum plus the exact linear part of the current
@@ -79,11 +80,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mechanisms.base import Release, check_rng, check_size, lower_median
+from mechanisms.base import Release, check_choice, check_rng, check_size, lower_median
+from mechanisms.racing import RacingSampler
 
 UNDERFLOW_MARGIN = -math.log(np.finfo(np.float64).tiny)
 """708.4: a gap whose weight is below ``e^-708.4 = 2**-1022`` (the smallest normal
 float64) times the largest gets weight 0 in the sampler and the cdf."""
+
+SAMPLERS = ("inverse_cdf", "racing")
+"""How :meth:`PiecewiseUniformRelease.sample` picks the gap (class docstring)."""
 
 LogScore = Callable[[np.ndarray], np.ndarray]
 """Maps an int64 array of gap indices to their float64 log-scores."""
@@ -111,6 +116,22 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def _checked_data(sorted_x: np.ndarray, lower: float, upper: float, mode: int) -> np.ndarray:
+    """``sorted_x`` as float64 after checking its shape, the bounds and the mode's range."""
+    x = np.asarray(sorted_x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"sorted_x must be 1-D, got shape {x.shape}")
+    if not (math.isfinite(upper - lower) and lower < upper):
+        raise ValueError(
+            f"bounds: need a < b with b - a finite in float64, got ({lower!r}, {upper!r})"
+        )
+    if x.size and not (lower <= x[0] and x[-1] <= upper):
+        raise ValueError("sorted_x must lie inside [lower, upper]")
+    if not 0 <= mode <= x.size:
+        raise ValueError(f"mode must be a gap index in 0..{x.size}, got {mode!r}")
+    return x
+
+
 class PiecewiseUniformRelease(Release):
     """EM output distribution on ``[lower, upper]`` with a density constant on each gap.
 
@@ -134,6 +155,21 @@ class PiecewiseUniformRelease(Release):
     true_value:
         The non-private statistic; defaults to the lower median
         (:func:`mechanisms.base.lower_median`).
+    sampler:
+        ``"inverse_cdf"`` (default): the gap by inversion of the window's
+        cumulative sum (module docstring).  ``"racing"``: the Duff paper's
+        Algorithm 1 (:mod:`mechanisms.racing`) over the *levels* of the window,
+        each level the union of the positive-length gaps with bitwise-equal
+        score (the paper races per level, and fewer entries make each draw
+        cheaper: the quantile EM's ``|i - alpha·n|`` takes each value on two gaps,
+        Duff's utility on one), then a gap of the level with probability
+        proportional to its length, then a uniform point in it.  The race
+        covers exactly the gaps of nonzero weight in the cumulative sum (weight
+        above ``2**-1022`` times the largest, module docstring), so both
+        sample the same distribution, the one whose exact :meth:`cdf` is given.
+        The race costs ``O(levels)`` per draw (Duff: about ``1416/ε`` levels, at
+        most ``n + 1``), inversion ``O(log window)``, so inversion is the
+        default (``benchmarks/bench_racing.py``).
     """
 
     def __init__(
@@ -145,20 +181,11 @@ class PiecewiseUniformRelease(Release):
         mode: int,
         *,
         true_value: float | None = None,
+        sampler: str = "inverse_cdf",
     ) -> None:
-        x = np.asarray(sorted_x, dtype=np.float64)
-        if x.ndim != 1:
-            raise ValueError(f"sorted_x must be 1-D, got shape {x.shape}")
+        self.sampler = check_choice(sampler, SAMPLERS, "sampler")
+        x = _checked_data(sorted_x, lower, upper, mode)
         n = x.size
-        if not (math.isfinite(upper - lower) and lower < upper):
-            raise ValueError(
-                f"bounds: need a < b with b - a finite in float64, got ({lower!r}, {upper!r})"
-            )
-        if n and not (lower <= x[0] and x[-1] <= upper):
-            raise ValueError("sorted_x must lie inside [lower, upper]")
-        if not 0 <= mode <= n:
-            raise ValueError(f"mode must be a gap index in 0..{n}, got {mode!r}")
-
         self.lower = float(lower)
         self.upper = float(upper)
         self.n = n
@@ -172,7 +199,8 @@ class PiecewiseUniformRelease(Release):
         lengths = np.diff(edges)
         if (lengths < 0).any():
             raise ValueError("sorted_x must be sorted")
-        log_masses = self._log_masses_of(np.arange(start, stop, dtype=np.int64), lengths)
+        gaps = np.arange(start, stop, dtype=np.int64)
+        log_masses = self._log_masses_of(gaps, lengths)
         # max AFTER adding log(length) (diffprivlib #107).  log Z = peak + log_sum is
         # kept as two terms: their float sum would round at the ulp of |peak|.
         self._peak = log_masses.max()
@@ -181,6 +209,7 @@ class PiecewiseUniformRelease(Release):
         # (masking also skips exp's slow path for results that underflow)
         keep = log_masses > -UNDERFLOW_MARGIN
         weights = np.exp(log_masses, out=np.zeros(log_masses.size), where=keep)
+        self._racer = self._racing_sampler(gaps, edges, keep) if sampler == "racing" else None
         self._log_sum = math.log(weights.sum())
         cumulative = np.cumsum(weights)
         cumulative /= cumulative[-1]  # so that cumulative[-1] == 1.0 exactly
@@ -210,11 +239,23 @@ class PiecewiseUniformRelease(Release):
             return self.lower
         return self.upper if j == self.n + 1 else float(self._x[j - 1])
 
-    def _log_masses_of(self, gaps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """``log_score(i) + log(len_i)``, ``-inf`` for zero-length gaps (no ``log 0``)."""
+    def _racing_sampler(
+        self, gaps: np.ndarray, edges: np.ndarray, keep: np.ndarray
+    ) -> RacingSampler:
+        """Algorithm 1 over the window's gaps of nonzero weight, grouped into levels by score."""
+        kept = np.flatnonzero(keep)
+        return RacingSampler.on_intervals(edges[kept], edges[kept + 1], self._scores_of(gaps[kept]))
+
+    def _scores_of(self, gaps: np.ndarray) -> np.ndarray:
+        """``log_score(i)`` for the gap indices ``gaps``, checked to be finite."""
         scores = np.asarray(self._log_score(gaps), dtype=np.float64)
         if scores.shape != gaps.shape or not np.isfinite(scores).all():
             raise ValueError("log_score must return one finite value per gap index")
+        return scores
+
+    def _log_masses_of(self, gaps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """``log_score(i) + log(len_i)``, ``-inf`` for zero-length gaps (no ``log 0``)."""
+        scores = self._scores_of(gaps)
         out = np.log(lengths, out=np.full(gaps.size, -np.inf), where=lengths > 0)
         out += scores
         return out
@@ -276,9 +317,11 @@ class PiecewiseUniformRelease(Release):
     # --------------------------------------------------------------- Release
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """Draw ``size`` outputs: gap by inverse cdf, then a uniform point inside it."""
+        """Draw ``size`` outputs: a gap (by ``sampler``), then a uniform point inside it."""
         size = check_size(size)
         rng = check_rng(rng)
+        if self._racer is not None:
+            return self._racer.sample(size, rng)
         # U < 1 == cumulative[-1], so the index stays in the window; a gap is
         # chosen iff cumulative[i-1] <= U < cumulative[i], never for zero mass.
         gap = np.searchsorted(self._cumulative, rng.random(size), side="right")

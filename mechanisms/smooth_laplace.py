@@ -5,11 +5,13 @@ Duff paper, Proposition 2 (citing Bun & Steinke 2019, Theorem 34): for
 
     ε >= α + (e^β - 1)·log(1/δ) - β,                                    (P2)
 
-``M(S) = T(S) + SS_β(S)/α · Z``, ``Z ~ Lap(1)``, is (ε, δ)-DP.
+``M(S) = T(S) + SS_β(S)/α · Z``, ``Z ~ Lap(1)``, is (ε, δ)-DP, for any statistic
+``T`` with its smooth sensitivity: here the α-quantile ``x_(ceil(αn))`` (option
+``alpha``; a different α from the one in (P2)), :mod:`mechanisms.smooth_sensitivity`.
 
 Check of (P2) (derived here; the text of [7, Thm 34] was not available).  Let
 ``x ~ x'`` with scales ``c = SS_β(x)/α`` and ``c' = e^{-τ}c`` (``|τ| <= β``, the
-smoothness of ``SS_β``).  The medians differ by at most
+smoothness of ``SS_β``).  The statistics differ by at most
 ``min(LS(x), LS(x')) <= α·min(c, c')``.  In units of ``c``:
 
 * ``τ >= 0`` (``x'`` less noisy): the privacy loss at ``z`` is at most
@@ -58,10 +60,10 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from mechanisms.base import Guarantee, Neighbouring, Release, lower_median
+from mechanisms.base import Guarantee, Neighbouring, Release
 from mechanisms.noise import LOG_FLOAT_MAX, Scale, StandardLaplace
 from mechanisms.registry import register
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
 from mechanisms.tuning import Penalty, TunedNoiseMechanism, minimise, reference_smooth_sensitivity
 
 MIN_LOG_INV_DELTA = 2.0
@@ -184,7 +186,7 @@ def _penalty(epsilon: float, log_inv_delta: float) -> Penalty:
 
 
 def optimal_parameters(
-    ss: MedianSmoothSensitivity, epsilon: float, delta: float
+    ss: QuantileSmoothSensitivity, epsilon: float, delta: float
 ) -> SmoothLaplaceParameters:
     """``(β, α)`` minimising ``SS_β/α`` subject to (P2), for the data behind ``ss``.
 
@@ -203,7 +205,7 @@ def optimal_parameters(
 def public_parameters(
     epsilon: float, delta: float, n: int, neighbouring: Neighbouring
 ) -> SmoothLaplaceParameters:
-    """:func:`optimal_parameters` on the public reference data of size ``n``."""
+    """:func:`optimal_parameters` on the public reference data of size ``n`` (any quantile)."""
     return optimal_parameters(reference_smooth_sensitivity(n, neighbouring), epsilon, delta)
 
 
@@ -211,10 +213,11 @@ def public_parameters(
 class SmoothLaplace(TunedNoiseMechanism):
     """``T(S) + SS_β/α · Lap(1)``, (ε, δ)-DP (Duff paper Prop. 2; module docstring).
 
-    Options: ``neighbours`` (``"add_remove"``, ``"replace_one"``),
-    ``clip_output`` (default True), ``tuning`` (``"public"``, ``"oracle"``),
-    ``reference_size`` (public ``n`` for ``tuning="public"``; default: the
-    size of the bounded data, treated as public).
+    Options: ``alpha`` (the quantile, default 0.5; not the α of (P2)),
+    ``neighbours`` (``"add_remove"``, ``"replace_one"``), ``clip_output``
+    (default True), ``tuning`` (``"public"``, ``"oracle"``), ``reference_size``
+    (public ``n`` for ``tuning="public"``; default: the size of the bounded
+    data, treated as public).
     """
 
     name = "smooth_laplace"
@@ -239,7 +242,7 @@ class SmoothLaplace(TunedNoiseMechanism):
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
-        ss = MedianSmoothSensitivity(sorted_x, lower, upper, self.neighbouring)
+        ss = QuantileSmoothSensitivity(sorted_x, lower, upper, self.neighbouring, alpha=self.alpha)
         if self.tuning == "oracle":
             params = optimal_parameters(ss, self.epsilon, self.required_delta)
         else:
@@ -253,7 +256,7 @@ class SmoothLaplace(TunedNoiseMechanism):
             sorted_x,
             lower,
             upper,
-            true_value=lower_median(sorted_x, lower),
+            true_value=self.quantile(sorted_x, lower),
             scale=scale,
             noise=StandardLaplace(),
             parameters={"beta": params.beta, "alpha": params.alpha},

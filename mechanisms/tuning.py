@@ -8,7 +8,7 @@ the log of their noise scale (``smooth_laplace``: ``ψ = -log α(β)``;
 ``laplace_ln``: ``ψ`` = the log noise standard deviation per unit of ``SS``
 at the best ``σ`` for that ``β``).  ``E(β) = log SS_β`` is a maximum of lines
 ``log A(k) - βk`` (``k >= 0``), hence **convex and non-increasing**, and is
-only available as a black box (``MedianSmoothSensitivity.log``).  ``ψ`` is known
+only available as a black box (``QuantileSmoothSensitivity.log``).  ``ψ`` is known
 in closed form: increasing, concave on ``(0, β_c]`` and convex on
 ``[β_c, ∞)`` (``β_c = 0`` for ``smooth_laplace``).
 
@@ -35,7 +35,21 @@ Public tuning (:func:`reference_smooth_sensitivity`): the parameters are chosen
 on the public data set of ``n`` evenly spaced points (the ``n`` quantiles
 ``(i - 1/2)/n`` of the uniform distribution on ``[0, 1]``), which depends on
 ``(ε, δ, n)`` only; smooth sensitivity scales with ``b - a``, so the chosen
-``β``, ``α``, ``σ`` do not depend on the bounds.
+``β``, ``α``, ``σ`` do not depend on the bounds.  Privacy does not depend on how
+well the reference data stands in for the real data (the parameters are
+public), only the noise does.
+
+The reference ``SS_β`` is the same for every quantile (every rank ``r``), so
+the public parameters of the α-quantile are those of the median.  Its ``A(k)``
+(:mod:`mechanisms.smooth_sensitivity`) is ``(k + 1)/n`` for ``k <= n - 2``,
+``(n - 1/2)/n`` for ``k = n - 1`` and ``1`` from ``k = n`` on, whatever α:
+a pair ``x_i < x_j`` spans ``(j - i)/n`` at most (less when it reaches the
+half-gaps at 0 or 1) and costs at least ``j - i - 1``; for ``k <= n - 2`` the
+pairs of width ``k`` inside ``1..n`` whose balance term is 0 are the ``i`` with
+``-μ <= i - α(n - k) < μ``, an interval of length ``2μ >= 1`` that always holds
+an integer in ``[1, n - k - 1]``; ``(0, n)`` costs ``n - 1`` for every α; and
+``(0, n + 1)`` costs ``n``.  Under replace-one the windows of ``k + 2``
+consecutive ranks around ``r`` give the same values for any ``1 <= r <= n``.
 """
 
 from __future__ import annotations
@@ -48,8 +62,8 @@ from typing import Any
 import numpy as np
 
 from mechanisms.base import Neighbouring, check_choice, check_integer
-from mechanisms.noise import NoiseMechanism
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from mechanisms.noise import QuantileNoiseMechanism
+from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
 
 TUNINGS = ("public", "oracle")
 DEFAULT_TOLERANCE = 1e-9
@@ -207,7 +221,7 @@ def _split_points(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 class EvenlySpaced:
     """The sorted reference data ``(i + 1/2)/n``, ``i = 0..n-1``, computed where read.
 
-    Stands in for the array in :class:`MedianSmoothSensitivity`, which only
+    Stands in for the array in :class:`QuantileSmoothSensitivity`, which only
     reads ``size`` and order statistics at integer arrays of indices, so the
     public tuning at ``n = 10^7`` does not hold 80 MB per cached ``n``.  Entry
     ``i`` is ``(float(i) + 0.5) / n``, the same float as in the materialised array.
@@ -222,13 +236,17 @@ class EvenlySpaced:
 
 
 @lru_cache(maxsize=8)  # each holds the log A(k) its evaluations computed (k << n)
-def reference_smooth_sensitivity(n: int, neighbouring: Neighbouring) -> MedianSmoothSensitivity:
-    """``SS`` of the public reference data: the ``n`` points ``(i - 1/2)/n`` in ``[0, 1]``."""
-    return MedianSmoothSensitivity(EvenlySpaced(n), 0.0, 1.0, neighbouring)  # type: ignore[arg-type]
+def reference_smooth_sensitivity(n: int, neighbouring: Neighbouring) -> QuantileSmoothSensitivity:
+    """``SS`` of the public reference data, ``(i - 1/2)/n`` in ``[0, 1]``, for every quantile.
+
+    Computed for the median, the fastest; it is the same for every α (module docstring).
+    """
+    return QuantileSmoothSensitivity(EvenlySpaced(n), 0.0, 1.0, neighbouring)  # type: ignore[arg-type]
 
 
-class TunedNoiseMechanism(NoiseMechanism):
-    """A :class:`NoiseMechanism` whose parameters are tuned; options ``tuning``, ``reference_size``.
+class TunedNoiseMechanism(QuantileNoiseMechanism):
+    """A :class:`QuantileNoiseMechanism` with tuned parameters: options ``tuning``,
+    ``reference_size`` (and ``alpha`` and those of :class:`NoiseMechanism`).
 
     ``tuning="public"`` (default) fixes the parameters on the public reference
     data of size ``reference_size`` (default: the size of the bounded data,

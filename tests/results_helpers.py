@@ -30,8 +30,11 @@ def default_value(column: str) -> object:
 
 
 def complete(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with every summary column, in order (absent ones at :func:`default_value`)."""
+    """``frame`` with every summary column, in order (absent ones at :func:`default_value`,
+    the statistic at ``median``)."""
     frame = frame.copy()
+    if "statistic" not in frame.columns:
+        frame["statistic"] = "median"
     for column in SUMMARY_COLUMNS:
         if column not in frame.columns:
             frame[column] = default_value(column)
@@ -45,7 +48,8 @@ def plan_numbers(
     dataset_fields: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A run.json ``numbers`` whose plan is the product of the summary's datasets (with
-    ``dataset_fields`` by id), replicates, mechanisms (``options`` by label) and ε."""
+    ``dataset_fields`` by id), replicates, statistics, mechanisms (``options`` by label)
+    and ε."""
     options, fields = options or {}, dataset_fields or {}
     entries = []
     for (name, subset), rows in summary.groupby(["dataset", "subset"], sort=False):
@@ -61,10 +65,14 @@ def plan_numbers(
         }
         for label, rows in summary.groupby("mechanism", sort=False)
     ]
+    statistics = [
+        {"id": s, "kind": s.partition("(")[0]} for s in summary["statistic"].drop_duplicates()
+    ]
     epsilons = sorted({float(e) for e in summary["epsilon"]})
     trials = int(summary["trials"].max())
-    return {"format": 2, "seed": 1, "trials": trials, "epsilons": epsilons, "delta": "1/n"} | {
+    return {"format": 3, "seed": 1, "trials": trials, "epsilons": epsilons, "delta": "1/n"} | {
         "datasets": entries,
+        "statistics": statistics,
         "mechanisms": mechanisms,
     }
 

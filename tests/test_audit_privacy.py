@@ -1,18 +1,19 @@
-"""scripts/audit_privacy.py: any mechanism with a cdf, a planted leak caught, the written record."""
+"""``duff-audit`` (:mod:`experiments.reports.audit_cli`): any mechanism with a cdf, a planted
+leak caught, the written record."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
+import shlex
 import textwrap
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 from conftest import PROJECT_ROOT
 
+from experiments.reports import audit_cli
+from experiments.reports.audit import audit, factory_for
 from mechanisms import registry
 from mechanisms.base import Release
 from mechanisms.duff import Duff
@@ -32,38 +33,29 @@ class LeakyDuff(Duff):
 """
 
 
-def load_audit() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "audit_privacy", PROJECT_ROOT / "scripts" / "audit_privacy.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
-def audit(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The script, with classes that ``--target`` registers kept out of the real registry.
+def own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Classes that ``--target`` registers are kept out of the real registry.
 
     The built-ins are loaded first: they register when their module is first
     imported, so loading them into the copy would lose them for later tests.
     """
     registry.available()
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    return load_audit()
 
 
 def test_a_planted_leak_is_a_violation_and_fails_the_run(
-    audit: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    own_registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "leaky_plugin.py").write_text(textwrap.dedent(LEAKY_MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
     record = tmp_path / "audit.json"
     argv = ["--mechanism", "duff", "--target", "leaky_plugin.LeakyDuff", "--epsilons", "0.5,2"]
-    assert audit.main([*argv, *SMALL, "--output", str(record)]) == 1
-    summary = json.loads(record.read_text())["summary"]
+    assert audit_cli.main([*argv, *SMALL, "--output", str(record)]) == 1
+    written = json.loads(record.read_text())
+    command = shlex.join(["duff-audit", *argv, *SMALL, "--output", str(record)])
+    assert written["parameters"]["command"].endswith(command)
+    summary = written["summary"]
     assert summary["duff"]["status"] == "ok" and 0.9 < summary["duff"]["max"] <= 1.0
     leak = summary["leaky_plugin.LeakyDuff"]
     assert leak["status"] == "VIOLATION" and leak["statistic"] == "loss/eps"
@@ -71,7 +63,7 @@ def test_a_planted_leak_is_a_violation_and_fails_the_run(
 
 
 def test_audits_a_plugin_without_bounding_and_the_peers(
-    audit: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    own_registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """binned_rr takes no ``bounding`` (the empty dataset is still audited); the peers
     are found by name; δ goes only to the (ε, δ) mechanism; both files are written."""
@@ -85,7 +77,7 @@ def test_audits_a_plugin_without_bounding_and_the_peers(
         "--mechanism", "gaussian_global", "--epsilons", "1", "--delta", "1e-5",
         *SMALL, "--output", str(outputs[0]), "--output", str(outputs[1]),
     ]  # fmt: skip
-    assert audit.main(argv) == 0
+    assert audit_cli.main(argv, command=("python", "scripts/audit_privacy.py")) == 0
     record = json.loads(outputs[0].read_text())
     assert record["parameters"]["pairs"] == 16 and record["parameters"]["seed"] == 3
     rows = {row["label"]: row for row in record["results"]}
@@ -108,6 +100,7 @@ def test_audits_a_plugin_without_bounding_and_the_peers(
     markdown = outputs[1].read_text()
     assert "| binned_rr.BinnedRR:bins=8 | loss/eps | 1.000000 | ok |" in markdown
     assert "seed 3" in markdown and "16 neighbouring pairs per ε" in markdown
+    assert "python scripts/audit_privacy.py --target binned_rr.BinnedRR:bins=8" in markdown
 
 
 class SamplesOnlyRelease(Release):
@@ -128,22 +121,22 @@ class SamplesOnly(Duff):
         return SamplesOnlyRelease(lower, upper)
 
 
-def test_no_cdf_is_skipped_and_errors_are_reported(audit: ModuleType) -> None:
+def test_no_cdf_is_skipped_and_errors_are_reported(own_registry: None) -> None:
     options = {"pairs": 4, "max_size": 50, "cells": 20, "seed": 0, "resolution": 1e-15}
-    skipped = audit.audit("samples_only", lambda: SamplesOnly(epsilon=1.0), **options)
+    skipped = audit("samples_only", lambda: SamplesOnly(epsilon=1.0), **options)
     assert skipped.status == "no cdf: skipped" and not skipped.failed
 
     def broken() -> Duff:
         raise RuntimeError("not ready")
 
-    failed = audit.audit("broken", broken, **options)
+    failed = audit("broken", broken, **options)
     assert failed.status == "ERROR RuntimeError: not ready" and failed.failed
-    unknown = audit.audit("nope", audit.factory_for("nope", {}, 1.0, 1e-6), **options)
+    unknown = audit("nope", factory_for("nope", {}, 1.0, 1e-6), **options)
     assert unknown.status.startswith("ERROR ValueError: name: unknown mechanism 'nope'")
-    assert audit.parse_spec("quantile_em:alpha=0.3,neighbours=replace_one") == (
+    assert audit_cli.parse_spec("quantile_em:alpha=0.3,neighbours=replace_one") == (
         "quantile_em",
         {"alpha": 0.3, "neighbours": "replace_one"},
     )
-    assert audit.main(["--target", "json.JSONDecoder", "--pairs", "2", "--epsilons", "1"]) == 1
+    assert audit_cli.main(["--target", "json.JSONDecoder", "--pairs", "2", "--epsilons", "1"]) == 1
     with pytest.raises(SystemExit):
-        audit.main(["--output", "audit.txt"])
+        audit_cli.main(["--output", "audit.txt"])

@@ -1,4 +1,5 @@
-"""Tests of experiments/bounds.py and scripts/bounds_coverage.py.
+"""Tests of mechanisms/error_bounds.py and of its coverage on a run (``duff-plot bounds``,
+:mod:`experiments.reports.bounds_coverage`).
 
 The strong checks use the releases' exact cdf: for a bound to be a (1 − η)
 bound, P(quantity > bound) <= η must hold exactly on every dataset.
@@ -7,9 +8,8 @@ bound, P(quantity > bound) <= η must hold exactly on every dataset.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
-import sys
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,14 +19,11 @@ from hypothesis import strategies as st
 from scipy import special
 
 import mechanisms
-from experiments import bounds as theory
+from experiments.reports import bounds_coverage, cli
 from experiments.run import run
+from mechanisms import error_bounds as theory
 from mechanisms.base import Neighbouring
 from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
-
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-bounds_coverage = importlib.import_module("bounds_coverage")
 
 BOUNDS = (0.0, 1.0)
 
@@ -182,6 +179,8 @@ MECHANISMS = [
     ("duff", {}),
     ("smooth_cauchy", {}),
     ("smooth_cauchy", {"neighbours": "replace_one"}),
+    ("smooth_cauchy", {"alpha": 0.1}),
+    ("smooth_cauchy", {"alpha": 0.9, "neighbours": "replace_one"}),
     ("quantile_em", {}),
     ("quantile_em", {"neighbours": "replace_one"}),
     ("quantile_em", {"alpha": 0.3}),
@@ -295,13 +294,22 @@ def test_too_tight_bounds_are_reported_as_failing(small_run: Path, tmp_path: Pat
     shrink = 0.5 / rows["ratio"].max()
     _, table = bounds_coverage.coverage(small_run, 0.05, scale=shrink)
     assert not table["holds"].any()
-    assert bounds_coverage.main([str(small_run), "--out", str(tmp_path), "--scale", "0.5"]) == 0
+    assert cli.main(["bounds", str(small_run), "--out", str(tmp_path), "--scale", "0.5"]) == 0
     assert "**fails**" in (tmp_path / bounds_coverage.COVERAGE_MD).read_text(encoding="utf-8")
 
 
-def test_coverage_script_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert bounds_coverage.main([str(tmp_path)]) == 2
+def test_coverage_command_errors(
+    small_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["bounds", str(tmp_path)]) == 2
     assert "run.json: no such file" in capsys.readouterr().err
     (tmp_path / "run.json").write_text("{}", encoding="utf-8")
-    assert bounds_coverage.main([str(tmp_path)]) == 2
-    assert "keep_estimates=true" in capsys.readouterr().err
+    assert cli.main(["bounds", str(tmp_path)]) == 2
+    assert "expected a JSON object with a 'numbers' object" in capsys.readouterr().err
+    for name in ("run.json", "summary.csv"):  # a run without its estimates
+        shutil.copy(small_run / name, tmp_path / name)
+    assert cli.main(["bounds", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("duff-plot bounds: error: ") and "keep_estimates=true" in err
+    assert cli.main(["bounds", str(small_run), "--scale", "0"]) == 2
+    assert "--scale: must be a positive number" in capsys.readouterr().err

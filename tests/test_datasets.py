@@ -106,8 +106,8 @@ def test_shipped_distributions(name: str, mean: float, middle: float) -> None:
     ("entry", "message"),
     [
         (normal_with(distribution="poisson"), "distribution must be one of"),
-        (normal_with(bounds=[1, 0]), "lower < upper"),
-        (normal_with(bounds=3), r"bounds must be \[lower, upper\]"),
+        (normal_with(bounds=[1, 0]), "a < b"),
+        (normal_with(bounds=3), "bounds must be a pair"),
         (normal_with(params=[1]), "params must be a mapping"),
         ({**NORMAL, "_target_": "magic"}, "_target_ must be 'package.module.ClassName'"),
         ({**NORMAL, "_target_": "numpy.ndarray"}, "is not a subclass of Dataset"),

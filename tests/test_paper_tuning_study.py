@@ -1,21 +1,17 @@
-"""scripts/paper_tuning_study.py: its parameter variants and a tiny end-to-end run."""
+"""The paper tuning study (:mod:`experiments.reports.tuning_study`, run by
+``scripts/paper_tuning_study.py``): its parameter variants and a tiny end-to-end run."""
 
 from __future__ import annotations
 
-import importlib
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from experiments.reports import tuning_study as study
 from mechanisms.base import Neighbouring
 from mechanisms.smooth_laplace import optimal_parameters
 from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-study = importlib.import_module("paper_tuning_study")
 
 
 @pytest.fixture(scope="module")

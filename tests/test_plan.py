@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -18,12 +19,12 @@ SMOKE_LABELS = [
     "duff",
     "quantile_em",
     "smooth_cauchy",
-    "smooth_laplace",
-    "laplace_ln",
+    "smooth_laplace_oracle",
+    "laplace_ln_oracle",
     "smooth_laplace_public",
     "laplace_ln_public",
 ]
-FIGURE1_LABELS = [*SMOKE_LABELS, "laplace_ln_matched"]
+FIGURE1_LABELS = [*SMOKE_LABELS, "laplace_ln_matched_oracle"]
 
 
 def tiny(**keys: object) -> dict:
@@ -52,14 +53,14 @@ def test_figure1_is_the_paper_setting(compose_config) -> None:
     assert list(cfg.mechanisms) == FIGURE1_LABELS
     assert cfg.keep_estimates is False
     for label, tuning in [
-        ("smooth_laplace", "oracle"),
-        ("laplace_ln", "oracle"),
+        ("smooth_laplace_oracle", "oracle"),
+        ("laplace_ln_oracle", "oracle"),
         ("smooth_laplace_public", "public"),
         ("laplace_ln_public", "public"),
     ]:
         entry = load_entry(CONF_DIR, "mechanism", label)
         assert entry["options"] == {"tuning": tuning}
-        assert entry["name"] == label.removesuffix("_public")
+        assert entry["name"] == label.removesuffix(f"_{tuning}")
         assert mechanism_entry(entry).takes_delta is True
 
 
@@ -95,6 +96,24 @@ def test_every_mechanism_file_matches_the_registry() -> None:
             assert '".[peers]"' in str(err), label
             continue
         assert made.guarantee.epsilon > 0
+
+
+def test_mechanism_labels_never_contradict_the_class() -> None:
+    """A label tells the truth about privacy: a non-private variant (parameters tuned on the
+    private data) says ``oracle``, a private one never does, and a label equal to a class's
+    registry name means that class with its default options (stated or not)."""
+    for label in group_names(CONF_DIR, "mechanism"):
+        entry = mechanism_entry(load_entry(CONF_DIR, "mechanism", label))
+        delta = 1e-3 if entry.takes_delta else None
+        try:
+            guarantee = entry.configure(0.5, delta).guarantee
+        except ImportError:  # a peer adapter without the extra installed
+            continue
+        assert ("oracle" in label.split("_")) == guarantee.data_dependent_tuning, label
+        if label == entry.name:
+            defaults = inspect.signature(entry.cls).parameters
+            for option, value in entry.options.items():
+                assert value == defaults[option].default, (label, option)
 
 
 # ------------------------------------------------------------------ resolution
@@ -146,8 +165,8 @@ def test_names_resolve_to_group_files_and_inline_entries() -> None:
         ({"mechanisms": []}, "mechanisms must not be empty"),
         ({"datasets": "normal"}, "datasets must be a list"),
         ({"epsilons": [0.5, 0.5]}, "epsilons: duplicate"),
-        ({"epsilons": [0.0]}, "epsilons must be positive"),
-        ({"epsilons": ["big"]}, "epsilons must be positive numbers"),
+        ({"epsilons": [0.0]}, "epsilons must be a finite number > 0"),
+        ({"epsilons": ["big"]}, "epsilons must be a finite number > 0"),
         ({"trials": 0}, "trials must be an integer >= 1"),
         ({"seed": -1}, "seed must be an integer >= 0"),
         ({"delta": 1.5}, "delta must be '1/n' or a number in \\(0, 1\\)"),

@@ -1,11 +1,12 @@
-"""Tests of scripts/plot_figure1.py and scripts/figure_style.py on a synthetic results dir."""
+"""Tests of ``duff-plot figure1`` (:mod:`experiments.reports.figure1` and the modules it uses)
+and :mod:`experiments.reports.style`, on synthetic results directories and a tiny real run."""
 
 from __future__ import annotations
 
 import contextlib
-import importlib
+import dataclasses
 import io
-import sys
+import re
 from pathlib import Path
 
 import matplotlib.colors
@@ -17,12 +18,18 @@ from omegaconf import OmegaConf
 from results_helpers import write_results
 
 from experiments import results_reader
+from experiments.reports import bounds_coverage, cli, figure1, figure1_data, figure1_plot, style
+from experiments.reports.figure1_report import paper_table
+from experiments.reports.selection import median_rows, split_failed
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 CONF = Path(__file__).resolve().parents[1] / "conf"
-sys.path.insert(0, str(SCRIPTS))
-plot_figure1 = importlib.import_module("plot_figure1")
-figure_style = importlib.import_module("figure_style")
+ERROR = "duff-plot figure1: error: "
+
+
+def plot(*args: object) -> int:
+    """``duff-plot figure1 ARGS``; returns the exit status."""
+    return cli.main(["figure1", *map(str, args)])
+
 
 DATASETS = ("normal", "uniform", "beta")
 EPSILONS = (0.1, 1.0, 2.0)
@@ -33,12 +40,13 @@ N = 1000
 MECHANISMS = {
     "duff": ("duff", {}, 0.0, None, None, True),
     "smooth_cauchy": ("smooth_cauchy", {}, 0.0, None, None, True),
-    "smooth_laplace": ("smooth_laplace", {"tuning": "oracle"}, 1.0 / N, None, None, False),
-    "laplace_ln": ("laplace_ln", {"tuning": "oracle"}, 1.0 / N, 7.25, "eps^2/2", False),
+    "smooth_laplace_oracle": ("smooth_laplace", {"tuning": "oracle"}, 1.0 / N, None, None, False),
+    "laplace_ln_oracle": ("laplace_ln", {"tuning": "oracle"}, 1.0 / N, 7.25, "eps^2/2", False),
     "laplace_ln_public": ("laplace_ln", {"tuning": "public"}, 1.0 / N, 7.25, "eps^2/2", True),
 }
 OPTIONS = {label: entry[1] for label, entry in MECHANISMS.items()}
-SCALE = {"duff": 1.0, "smooth_cauchy": 30.0, "smooth_laplace": 8.0, "laplace_ln": 5.0}
+SCALE = {"duff": 1.0, "smooth_cauchy": 30.0, "smooth_laplace_oracle": 8.0}
+SCALE["laplace_ln_oracle"] = 5.0
 SCALE["laplace_ln_public"] = 6.0
 # Normal data, smooth_cauchy: the paper quotes 187x (eps 0.1) and 34x (eps 2).  We make
 # ours 1.1 * 187 (agrees within 25%) and 2 * 34 (does not).
@@ -111,16 +119,16 @@ def _write(tmp_path: Path, frame: pd.DataFrame, options: dict | None = None) -> 
     return write_results(tmp_path / "results", frame, OPTIONS if options is None else options)
 
 
-def _palette(results: Path) -> figure_style.Palette:
-    return figure_style.palette(results_reader.load(results))
+def _palette(results: Path) -> style.Palette:
+    return style.palette(results_reader.load(results))
 
 
-def _tables(frame: pd.DataFrame, palette: figure_style.Palette) -> tuple[pd.DataFrame, ...]:
+def _tables(frame: pd.DataFrame, palette: style.Palette) -> tuple[pd.DataFrame, ...]:
     """``(agg, ratios, paper comparison)`` of a summary, as the script computes them."""
-    ok, _ = plot_figure1.split_failed(frame)
-    agg = plot_figure1.aggregate(ok)
-    ratios = plot_figure1.ratios_to_reference(agg, "duff")
-    return agg, ratios, plot_figure1.compare_with_paper(agg, ratios, 0.25, palette)
+    ok, _ = split_failed(frame)
+    agg = figure1_data.aggregate(ok)
+    ratios = figure1_data.ratios_to_reference(agg, "duff")
+    return agg, ratios, figure1_data.compare_with_paper(agg, ratios, 0.25, palette)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +138,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame, s
     results = _write(tmp_path_factory.mktemp("run"), frame)
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        status = plot_figure1.main([str(results)])
+        status = plot(str(results))
     return results, frame, stdout.getvalue(), status
 
 
@@ -177,7 +185,7 @@ def test_ratios_are_ratios_of_means(run: tuple[Path, pd.DataFrame, str, int]) ->
 def test_paper_comparison(run: tuple[Path, pd.DataFrame, str, int], tmp_path: Path) -> None:
     results, frame, _, _ = run
     _, _, table = _tables(frame, _palette(results))
-    assert len(table) == len(plot_figure1.PAPER_RATIOS)  # one series of each quoted mechanism
+    assert len(table) == len(figure1_data.PAPER_RATIOS)  # one series of each quoted mechanism
     cauchy = table.loc[table["family"] == "smooth_cauchy"].set_index("epsilon")
     assert (cauchy["mechanism"] == "smooth_cauchy").all()
     assert cauchy.loc[0.1, "ours"] == pytest.approx(1.1 * 187.0, rel=1e-9)
@@ -186,24 +194,26 @@ def test_paper_comparison(run: tuple[Path, pd.DataFrame, str, int], tmp_path: Pa
     assert pd.notna(cauchy.loc[2.0, "agrees"]) and not cauchy.loc[2.0, "agrees"]
     laplace = table.loc[table["family"] == "smooth_laplace"].set_index("epsilon")
     assert laplace.loc[2.0, "delta"] == pytest.approx(1.0 / N)
-    expected = _mean(frame, "normal", "smooth_laplace", 2.0) / _mean(frame, "normal", "duff", 2.0)
+    expected = _mean(frame, "normal", "smooth_laplace_oracle", 2.0)
+    expected /= _mean(frame, "normal", "duff", 2.0)
     assert laplace.loc[2.0, "ours"] == pytest.approx(expected, rel=1e-12)
     # LaplaceLN is quoted with the paper's (oracle) tuning: the public series is not matched.
-    assert set(table.loc[table["family"] == "laplace_ln", "mechanism"]) == {"laplace_ln"}
+    assert set(table.loc[table["family"] == "laplace_ln", "mechanism"]) == {"laplace_ln_oracle"}
     # A quote whose delta rule has no matching run is "not run", not a silent match.
     other_delta = frame.assign(
-        delta=np.where(frame["mechanism"] == "laplace_ln", 0.01, frame["delta"])
+        delta=np.where(frame["mechanism"] == "laplace_ln_oracle", 0.01, frame["delta"])
     )
     _, _, table2 = _tables(other_delta, _palette(_write(tmp_path, other_delta)))
     ln = table2.loc[table2["family"] == "laplace_ln"]
     assert ln["ours"].isna().all() and ln["agrees"].isna().all()
-    assert "not run" in plot_figure1.paper_table(table2, 0.25, _palette(results))
+    assert "not run" in paper_table(table2, 0.25, _palette(results))
 
 
 def _nrs07_twins(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` plus, for each smooth-sensitivity series, a replace-one twin labelled
     ``<label>_nrs07`` with the errors times 1.5."""
-    twins = frame.loc[frame["mechanism"].isin(["smooth_cauchy", "smooth_laplace", "laplace_ln"])]
+    smooth = ["smooth_cauchy", "smooth_laplace_oracle", "laplace_ln_oracle"]
+    twins = frame.loc[frame["mechanism"].isin(smooth)]
     twins = twins.assign(
         mechanism=twins["mechanism"] + "_nrs07",
         neighbouring="replace_one",
@@ -223,7 +233,7 @@ def test_paper_quotes_match_mechanisms_by_what_they_are(tmp_path: Path) -> None:
     cauchy = table.loc[(table["family"] == "smooth_cauchy") & (table["epsilon"] == 0.1)]
     assert list(cauchy["mechanism"]) == ["smooth_cauchy", "smooth_cauchy_nrs07"]
     assert cauchy["ours"].iloc[1] == pytest.approx(1.5 * cauchy["ours"].iloc[0], rel=1e-12)
-    markdown = plot_figure1.paper_table(table, 0.25, palette)
+    markdown = paper_table(table, 0.25, palette)
     assert "| N(0, 1) | SmoothSens_ε (Cauchy), NRS07 replace-one SS | 0.1 | 0 | 0 |" in markdown
     assert "not run" not in markdown
 
@@ -237,8 +247,13 @@ def test_a_replace_one_run_alone_reproduces_the_quoted_rows(tmp_path: Path) -> N
         )
         for m in config.mechanisms
     ]
-    labels = {"smooth_cauchy": "smooth_cauchy_nrs07", "smooth_laplace": "smooth_laplace_nrs07"}
-    labels["laplace_ln"] = "laplace_ln_nrs07"
+    labels = {}  # our synthetic series -> the config's label of the same mechanism
+    for entry in entries:
+        options = {k: v for k, v in entry.get("options", {}).items() if k != "neighbours"}
+        for label, (name, synthetic, *_) in MECHANISMS.items():
+            if entry.get("name") == name != "duff" and synthetic == options:
+                labels[label] = entry["label"]
+    assert set(labels) == {"smooth_cauchy", "smooth_laplace_oracle", "laplace_ln_oracle"}
     frame = build_summary()
     frame = frame.loc[frame["mechanism"].isin(["duff", *labels])]
     frame = frame.assign(
@@ -251,11 +266,11 @@ def test_a_replace_one_run_alone_reproduces_the_quoted_rows(tmp_path: Path) -> N
     _, _, table = _tables(frame, palette)
     assert table["agrees"].notna().all(), table  # no "not run"
     assert set(table["mechanism"]) == set(labels.values())
-    name = palette.name("smooth_laplace_nrs07")
+    name = palette.name(labels["smooth_laplace_oracle"])
     assert name == "SmoothSens_ε,δ (Laplace), NRS07 replace-one SS"
     # The long names still fit: the legend takes more rows rather than leave the figure.
     agg, _, _ = _tables(frame, palette)
-    fig, _ = plot_figure1.draw_figure(agg, DATASETS, palette)
+    fig, _ = figure1_plot.draw_figure(agg, DATASETS, palette)
     try:
         legend = fig.legends[0]
         assert legend.get_window_extent(fig.canvas.get_renderer()).width <= fig.bbox.width
@@ -278,9 +293,9 @@ def test_invalid_summary_values_exit_2_naming_line_and_column(
         broken = frame.astype({column: object})
         broken.loc[3, column] = value
         results = write_results(tmp_path / column, broken, OPTIONS)
-        assert plot_figure1.main([str(results)]) == 2
+        assert plot(str(results)) == 2
         err = capsys.readouterr().err
-        assert err.startswith("plot_figure1: error: ") and err.count("\n") == 1
+        assert err.startswith(ERROR) and err.count("\n") == 1
         assert f"{results / 'summary.csv'}: {message}" in err
         assert not (results / "figure1.png").exists()
 
@@ -295,7 +310,7 @@ def test_invalid_summary_values_exit_2_naming_line_and_column(
             id="cut at a line end",
         ),
         pytest.param(lambda t: t + t.splitlines()[1] + "\n", "repeats the cell of an earlier row"),
-        pytest.param(lambda t: t.replace(",ok\n", ",ok,\n", 1), "has 25 of 24 fields"),
+        pytest.param(lambda t: t.replace(",ok\n", ",ok,\n", 1), "has {more} of {columns} fields"),
     ],
 )
 def test_truncated_or_corrupt_summary_exits_2(
@@ -305,10 +320,11 @@ def test_truncated_or_corrupt_summary_exits_2(
     results = _write(tmp_path, build_summary())
     summary = results / "summary.csv"
     summary.write_text(cut(summary.read_text(encoding="utf-8")), encoding="utf-8")
-    assert plot_figure1.main([str(results)]) == 2
+    assert plot(str(results)) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"plot_figure1: error: {summary}") and err.count("\n") == 1
-    assert message.replace("24", str(len(results_reader.SUMMARY_SPEC.columns))) in err
+    assert err.startswith(f"{ERROR}{summary}") and err.count("\n") == 1
+    columns = len(results_reader.SUMMARY_SPEC.columns)
+    assert message.format(more=columns + 1, columns=columns) in err
     assert "Traceback" not in err
     assert not (results / "figure1.png").exists()
 
@@ -320,10 +336,11 @@ def test_a_summary_of_another_plan_exits_2(
     results = _write(tmp_path, frame)
     extra = write_results(tmp_path / "more", frame.assign(replicate=frame["replicate"] + 1))
     (results / "summary.csv").write_bytes((extra / "summary.csv").read_bytes())
-    assert plot_figure1.main([str(results)]) == 2
+    assert plot(str(results)) == 2
     err = capsys.readouterr().err
-    assert "45 missing (e.g. normal replicate 0 duff ε=0.1)" in err
-    assert "45 not in the plan (e.g. normal replicate 4 duff ε=0.1)" in err
+    # (the cell names the statistic too when the summary has that column)
+    assert re.search(r"45 missing \(e\.g\. normal replicate 0 (median )?duff ε=0\.1\)", err)
+    assert re.search(r"45 not in the plan \(e\.g\. normal replicate 4 (median )?duff ε=0\.1", err)
     assert "rerun the experiment with results_dir=" in err
 
 
@@ -339,7 +356,7 @@ def test_aggregate_is_mean_and_sd_across_datasets() -> None:
             "mean_abs_error": [0.1, 0.4, 0.25, 3.0, 0.7],
         }
     )
-    agg = plot_figure1.aggregate(frame).set_index(["dataset", "mechanism"])
+    agg = figure1_data.aggregate(frame).set_index(["dataset", "mechanism"])
     values = np.array([0.1, 0.4, 0.25])
     assert agg.loc[("normal", "duff"), "mean_error"] == pytest.approx(values.mean())
     assert agg.loc[("normal", "duff"), "sd_error"] == pytest.approx(np.std(values, ddof=1))
@@ -353,7 +370,7 @@ def test_error_bars_drawn_are_mean_plus_minus_sd(run: tuple[Path, pd.DataFrame, 
     results, frame, _, _ = run
     palette = _palette(results)
     agg, _, _ = _tables(frame, palette)
-    fig, panels = plot_figure1.draw_figure(agg, DATASETS, palette)
+    fig, panels = figure1_plot.draw_figure(agg, DATASETS, palette)
     try:
         ax = panels["uniform"]
         label = palette.name("duff")
@@ -374,19 +391,19 @@ def test_failed_rows_are_excluded_and_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     frame = build_summary()
-    failed = frame.index[_cell(frame, "normal", "laplace_ln", 0.1)][:3]
+    failed = frame.index[_cell(frame, "normal", "laplace_ln_oracle", 0.1)][:3]
     broken = frame.copy()
     broken.loc[failed, ["true_value", "mean_abs_error", "sd_abs_error", "rmse"]] = np.nan
     broken.loc[failed, "status"] = "ValueError: optimiser did not converge"
     results = _write(tmp_path, broken)
-    assert plot_figure1.main([str(results)]) == 0
+    assert plot(str(results)) == 0
     err = capsys.readouterr().err
     assert "excluded 3 row(s) with status != 'ok'" in err
-    assert "3 x dataset=normal mechanism=laplace_ln" in err
+    assert "3 x dataset=normal mechanism=laplace_ln_oracle" in err
     assert "optimiser did not converge" in err
     report = (results / "figure1_ratios.md").read_text(encoding="utf-8")
     kept = frame.loc[frame.index.difference(failed)]
-    expected = _mean(kept, "normal", "laplace_ln", 0.1) / _mean(frame, "normal", "duff", 0.1)
+    expected = _mean(kept, "normal", "laplace_ln_oracle", 0.1) / _mean(frame, "normal", "duff", 0.1)
     assert f"{expected:.3g}×" in report  # the failed rows did not enter the mean
     assert "ValueError: optimiser did not converge" in report.split("## Excluded rows")[1]
 
@@ -398,7 +415,7 @@ def test_missing_column_exits_2(
     results = _write(tmp_path, build_summary())
     summary = pd.read_csv(results / "summary.csv", keep_default_na=False, dtype=str)
     summary.drop(columns=[column]).to_csv(results / "summary.csv", index=False)
-    assert plot_figure1.main([str(results)]) == 2
+    assert plot(str(results)) == 2
     err = capsys.readouterr().err
     assert f"(missing: {column}; unexpected: -)" in err
     assert "Traceback" not in err
@@ -408,7 +425,7 @@ def test_missing_column_exits_2(
 def test_missing_duff_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     frame = build_summary()
     results = _write(tmp_path, frame.loc[frame["mechanism"] != "duff"])
-    assert plot_figure1.main([str(results)]) == 2
+    assert plot(str(results)) == 2
     assert "need one Duff series as reference; the run has none" in capsys.readouterr().err
 
 
@@ -418,25 +435,25 @@ def test_all_duff_rows_failed_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     frame.loc[duff, "status"] = "RuntimeError: boom"
     frame.loc[duff, ["true_value", "mean_abs_error", "rmse"]] = np.nan
     results = _write(tmp_path, frame)
-    assert plot_figure1.main([str(results)]) == 2
+    assert plot(str(results)) == 2
     err = capsys.readouterr().err
     assert "mechanism=duff" in err and "RuntimeError: boom" in err
     assert "no successful 'duff' rows" in err
 
 
 def test_missing_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert plot_figure1.main([str(tmp_path)]) == 2
+    assert plot(str(tmp_path)) == 2
     assert f"{tmp_path / 'run.json'}: no such file" in capsys.readouterr().err
     results = _write(tmp_path, build_summary())
     (results / "summary.csv").unlink()
-    assert plot_figure1.main([str(results)]) == 2
+    assert plot(str(results)) == 2
     assert f"{results / 'summary.csv'}: no such file" in capsys.readouterr().err
 
 
 def test_notes_are_copied_verbatim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = _write(tmp_path, build_summary())
     out = tmp_path / "figures"
-    assert plot_figure1.main([str(results), "--out", str(out)]) == 0
+    assert plot(str(results), "--out", str(out)) == 0
     report = (out / "figure1_ratios.md").read_text(encoding="utf-8")
     assert "No notes file found" in report.split("## Where the reproduction disagrees, and why")[1]
     assert not (results / "figure1_ratios.md").exists()
@@ -444,24 +461,24 @@ def test_notes_are_copied_verbatim(tmp_path: Path, capsys: pytest.CaptureFixture
     (results / "figure1_notes.md").write_text(
         "LaplaceLN differs: see issue 12.\n", encoding="utf-8"
     )
-    assert plot_figure1.main([str(results), "--out", str(out)]) == 0
+    assert plot(str(results), "--out", str(out)) == 0
     report = (out / "figure1_ratios.md").read_text(encoding="utf-8")
     tail = report.split("## Where the reproduction disagrees, and why")[1]
     assert "LaplaceLN differs: see issue 12." in tail
     assert "No notes file found" not in tail
 
-    assert plot_figure1.main([str(results), "--notes", str(tmp_path / "absent.md")]) == 2
+    assert plot(str(results), "--notes", str(tmp_path / "absent.md")) == 2
     assert "--notes" in capsys.readouterr().err
 
 
 def test_mechanisms_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = _write(tmp_path, build_summary())
-    assert plot_figure1.main([str(results), "--mechanisms", "smooth_cauchy"]) == 0
+    assert plot(str(results), "--mechanisms", "smooth_cauchy") == 0
     report = (results / "figure1_ratios.md").read_text(encoding="utf-8")
     ratio_section = report.split("## Ratio to Duff at every ε")[1].split("## Mean error")[0]
     assert "SmoothSens_ε (Cauchy)" in ratio_section
     assert "LaplaceLN" not in ratio_section
-    assert plot_figure1.main([str(results), "--mechanisms", "nope"]) == 2
+    assert plot(str(results), "--mechanisms", "nope") == 2
     assert "--mechanisms: no rows for nope" in capsys.readouterr().err
 
 
@@ -483,22 +500,20 @@ def _info(label: str, name: str, **options: str) -> results_reader.MechanismInfo
 
 def test_figure_style_follows_the_mechanism_not_its_label() -> None:
     kinds = {
-        "duff": figure_style.kind_of(_info("duff", "duff"), True, "add_remove"),
-        "my_plugin": figure_style.kind_of(_info("my_plugin", "mine"), True, "add_remove"),
+        "duff": style.kind_of(_info("duff", "duff"), True, "add_remove"),
+        "my_plugin": style.kind_of(_info("my_plugin", "mine"), True, "add_remove"),
         # labels that lie: the style must follow the data
-        "laplace_ln_public": figure_style.kind_of(
+        "laplace_ln_public": style.kind_of(
             _info("laplace_ln_public", "laplace_ln", tuning="oracle"), False, "add_remove"
         ),
-        "ln": figure_style.kind_of(_info("ln", "laplace_ln", tuning="public"), True, "add_remove"),
-        "x": figure_style.kind_of(
-            _info("x", "laplace_ln", target="approx_dp"), False, "add_remove"
-        ),
-        "cauchy_nrs07": figure_style.kind_of(
+        "ln": style.kind_of(_info("ln", "laplace_ln", tuning="public"), True, "add_remove"),
+        "x": style.kind_of(_info("x", "laplace_ln", target="approx_dp"), False, "add_remove"),
+        "cauchy_nrs07": style.kind_of(
             _info("cauchy_nrs07", "smooth_cauchy", neighbours="replace_one"), True, "replace_one"
         ),
-        "cauchy": figure_style.kind_of(_info("cauchy", "smooth_cauchy"), True, "add_remove"),
+        "cauchy": style.kind_of(_info("cauchy", "smooth_cauchy"), True, "add_remove"),
     }
-    palette = figure_style.Palette(kinds)
+    palette = style.Palette(kinds)
     duff = palette.style("duff")
     assert duff.name == "Duff (EM)" and duff.linestyle == "-"
     oracle, public = palette.style("laplace_ln_public"), palette.style("ln")
@@ -515,9 +530,13 @@ def test_figure_style_follows_the_mechanism_not_its_label() -> None:
     assert hue[0] == pytest.approx(hue[1], abs=0.02)  # same colour family, lighter
     unknown = palette.style("my_plugin")
     assert unknown.name == "my_plugin"
-    assert unknown.colour not in {f.colour for f in figure_style.FAMILIES}
-    no_rows = figure_style.kind_of(_info("my_plugin", "mine"), None, None)  # options decide
-    assert figure_style.style_of(no_rows) == unknown
+    assert unknown.colour not in {f.colour for f in style.FAMILIES}
+    no_rows = style.kind_of(_info("my_plugin", "mine"), None, None)  # options decide
+    assert style.style_of(no_rows) == unknown
+    # a class that names itself is shown by that name, in its family's look
+    named = results_reader.MechanismInfo("d", "duff", {}, False, display_name="My Duff")
+    own = style.style_of(style.kind_of(named, True, "add_remove"))
+    assert (own.name, own.colour, own.marker) == ("My Duff", duff.colour, duff.marker)
     order = sorted(kinds, key=palette.sort_key)
     assert order == ["duff", "cauchy", "cauchy_nrs07", "laplace_ln_public", "ln", "x", "my_plugin"]
     with pytest.raises(ValueError, match="label"):
@@ -551,7 +570,7 @@ def estimates_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_bounds_option_writes_figure_and_coverage(estimates_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert plot_figure1.main([str(estimates_run), "--out", str(out), "--bounds"]) == 0
+    assert plot(str(estimates_run), "--out", str(out), "--bounds") == 0
     for name in ("figure1.png", "figure1_bounds.png", "figure1_bounds.pdf"):
         assert (out / name).stat().st_size > 1000
     rows = pd.read_csv(out / "bounds.csv", dtype={"subset": str})
@@ -563,26 +582,22 @@ def test_bounds_option_writes_figure_and_coverage(estimates_run: Path, tmp_path:
         in table
     )
     with pytest.raises(SystemExit):
-        plot_figure1.main([str(estimates_run), "--bounds", "--eta", "0"])
+        plot(str(estimates_run), "--bounds", "--eta", "0")
     # --mechanisms keeps Duff and the named mechanism only
-    args = plot_figure1.parse_args(
-        [str(estimates_run), "--bounds", "--mechanisms", "smooth_cauchy"]
-    )
-    rows, table = plot_figure1.bound_results(args, ["normal"], "duff")
+    rows, table = figure1.bound_results(estimates_run, 0.05, ["normal"], ["smooth_cauchy"], "duff")
     assert set(rows["mechanism"]) == {"duff", "smooth_cauchy"}
     assert set(table["dataset"]) == {"normal"}
 
 
 def test_bound_lines_are_dashed_means_in_the_mechanism_colour(estimates_run: Path) -> None:
-    bounds_coverage = importlib.import_module("bounds_coverage")
     rows, _ = bounds_coverage.coverage(estimates_run, 0.05)
     results = results_reader.load(estimates_run)
-    palette = figure_style.palette(results)
-    ok, _ = plot_figure1.split_failed(results.summary)
-    agg = plot_figure1.aggregate(ok)
-    fig, panels = plot_figure1.draw_figure(agg, ["normal", "beta"], palette)
+    palette = style.palette(results)
+    ok, _ = split_failed(results.summary)
+    agg = figure1_data.aggregate(ok)
+    fig, panels = figure1_plot.draw_figure(agg, ["normal", "beta"], palette)
     try:
-        plot_figure1.draw_bounds(fig, panels, plot_figure1.bound_lines(rows), 0.05, palette)
+        figure1_plot.draw_bounds(fig, panels, figure1_plot.bound_lines(rows), 0.05, palette)
         for dataset, ax in panels.items():
             for mechanism, bound in [
                 ("duff", "corollary1"),
@@ -612,7 +627,43 @@ def test_bound_lines_are_dashed_means_in_the_mechanism_colour(estimates_run: Pat
 
 def test_bounds_option_needs_estimates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = _write(tmp_path, build_summary())
-    assert plot_figure1.main([str(results), "--bounds"]) == 2
+    assert plot(str(results), "--bounds") == 2
     err = capsys.readouterr().err
     assert "keep_estimates=true" in err and "Traceback" not in err
     assert not (results / "figure1_bounds.png").exists()
+
+
+def test_only_the_median_rows_are_drawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A summary with a ``statistic`` column is drawn from its median rows only; a summary
+    without one is all median."""
+    results = results_reader.load(_write(tmp_path, build_summary()))
+    unnamed = results.summary.drop(columns="statistic", errors="ignore")
+    assert median_rows(unnamed) is unnamed
+    medians = results.summary.assign(statistic="median")
+    other = medians.assign(statistic="quantile(0.1)", mean_abs_error=1e6, status="boom")
+    both = pd.concat([other, medians], ignore_index=True)
+    pd.testing.assert_frame_equal(median_rows(both), medians.set_axis(both.index[len(other) :]))
+    with_quantiles = dataclasses.replace(results, summary=both)
+    monkeypatch.setattr(results_reader, "load", lambda *args, **kwargs: with_quantiles)
+    stream = io.StringIO()
+    figure = figure1_data.compute(results.directory, stream=stream)
+    pd.testing.assert_frame_equal(figure.agg, figure1_data.aggregate(results.summary))
+    assert figure.failed.empty and stream.getvalue() == ""
+
+
+def test_a_plugin_dataset_gets_its_own_panel_and_tables(tmp_path: Path) -> None:
+    """Any dataset without subsets is drawn after the paper's three, in order of appearance."""
+    frame = build_summary()
+    extra = frame.loc[frame["dataset"] == "normal"].assign(dataset="contaminated")
+    results = _write(tmp_path, pd.concat([extra, frame], ignore_index=True))
+    figure = figure1_data.compute(results, stream=io.StringIO())
+    assert figure.datasets == ["normal", "uniform", "beta", "contaminated"]
+    fig, panels = figure1_plot.draw_figure(figure.agg, figure.datasets, figure.palette)
+    try:
+        assert panels["contaminated"].get_title() == "contaminated"
+    finally:
+        plt.close(fig)
+    assert plot(results) == 0
+    report = (results / "figure1_ratios.md").read_text(encoding="utf-8")
+    ratios = report.split("## Ratio to Duff at every ε")[1].split("## Mean error")[0]
+    assert ratios.index("**Beta(0.5, 0.5)**") < ratios.index("**contaminated**")

@@ -1,4 +1,5 @@
-"""Tests of scripts/plot_figure2.py on a hand-made results directory and on a tiny real run.
+"""Tests of ``duff-plot figure2`` (:mod:`experiments.reports.figure2` and the modules it uses)
+on a hand-made results directory and on a tiny real run.
 
 The results directories here use a synthetic ``column_2C.dat`` written to a
 temporary directory (310 rows, 210 AB then 100 NO, two decimals, with ties), so
@@ -8,9 +9,7 @@ nothing depends on the real data or the network.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
-import sys
 from pathlib import Path
 
 import matplotlib.colors
@@ -20,14 +19,14 @@ import pandas as pd
 import pytest
 from results_helpers import write_results
 
-import mechanisms
+from experiments.plan import build_plan
+from experiments.reports import cli, figure2_data, figure2_numbers, figure2_plot, style
 from experiments.vertebral import VERTEBRAL_MEASUREMENTS, VertebralColumn
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 CONF = Path(__file__).resolve().parents[1] / "conf"
-sys.path.insert(0, str(SCRIPTS))
-plot_figure2 = importlib.import_module("plot_figure2")
-figure_style = importlib.import_module("figure_style")
+LAPLACE_LN = "laplace_ln_oracle"
+"""The label of LaplaceLN (oracle tuning, as in the paper) in the hand-made results."""
+REGISTRY = {LAPLACE_LN: "laplace_ln"}
 
 EPSILON = 0.5
 MEDIAN_AB, MEDIAN_NO = 60.0, 50.0
@@ -79,7 +78,8 @@ def _row(
     dataset, mechanism: str, estimates: np.ndarray, epsilon: float = EPSILON, status: str = "ok"
 ) -> dict:
     truth = float(np.sort(dataset.values)[(dataset.size - 1) // 2])
-    delta = 1.0 / dataset.size if mechanism == "laplace_ln" else 0.0
+    name = REGISTRY.get(mechanism, mechanism)
+    delta = 1.0 / dataset.size if name == "laplace_ln" else 0.0
     ok = status == "ok"
     return {
         "dataset": "vertebral",
@@ -89,7 +89,7 @@ def _row(
         "lower": dataset.lower,
         "upper": dataset.upper,
         "mechanism": mechanism,
-        "registry_name": mechanism,
+        "registry_name": name,
         "epsilon": epsilon,
         "delta": delta,
         "trials": estimates.size,
@@ -99,11 +99,11 @@ def _row(
         "rmse": float(np.sqrt(np.mean((estimates - truth) ** 2))) if ok else np.nan,
         "mean_error": float(np.mean(estimates - truth)) if ok else np.nan,
         "seconds": 0.01,
-        "guarantee_epsilon": 4.2 if mechanism == "laplace_ln" else epsilon,
+        "guarantee_epsilon": 4.2 if name == "laplace_ln" else epsilon,
         "guarantee_delta": delta,
-        "rho": epsilon**2 / 2 if mechanism == "laplace_ln" else np.nan,
+        "rho": epsilon**2 / 2 if name == "laplace_ln" else np.nan,
         "neighbouring": "add_remove",
-        "private": mechanism != "laplace_ln",
+        "private": name != "laplace_ln",
         "status": status,
     }
 
@@ -122,11 +122,11 @@ def build_results(
     for dataset in datasets:
         measurement, label = dataset.subset.split("/")
         truth = float(np.sort(dataset.values)[(dataset.size - 1) // 2])
-        for mechanism, offsets in (("laplace_ln", LAPLACE_OFFSETS), ("duff", DUFF_OFFSETS)):
+        for mechanism, offsets in ((LAPLACE_LN, LAPLACE_OFFSETS), ("duff", DUFF_OFFSETS)):
             if measurement == "pelvic_incidence":
                 estimates = truth + np.array(offsets[label])
             else:
-                scale = 5.0 if mechanism == "laplace_ln" else 0.5
+                scale = 5.0 if mechanism == LAPLACE_LN else 0.5
                 estimates = truth + rng.normal(0, scale, 4)
             estimates = np.clip(estimates, dataset.lower, dataset.upper)
             rows += [_row(dataset, mechanism, estimates, epsilon) for epsilon in epsilons]
@@ -137,7 +137,7 @@ def build_results(
     results = write_results(
         tmp_path / "results",
         summary,
-        {"laplace_ln": {"tuning": "oracle"}},
+        {LAPLACE_LN: {"tuning": "oracle"}},
         dataset_fields={d.id: d.describe() for d in datasets},
         estimates=np.vstack(matrices),
         experiment="figure2",
@@ -150,7 +150,7 @@ def build_results(
 def run_main(args: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = plot_figure2.main(args)
+        status = cli.main(["figure2", *args])
     return status, out.getvalue(), err.getvalue()
 
 
@@ -170,40 +170,40 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str, str
 def test_order_probability_counts_every_pair_and_halves_ties() -> None:
     ab = np.array([55.0, 50.0, 50.0, 70.0])
     no = np.array([50.0, 50.0, 45.0, 60.0])
-    assert plot_figure2.order_probability(ab, no) == DUFF_ORDER
-    assert plot_figure2.order_probability(no, ab) == 1 - DUFF_ORDER
+    assert figure2_numbers.order_probability(ab, no) == DUFF_ORDER
+    assert figure2_numbers.order_probability(no, ab) == 1 - DUFF_ORDER
     brute = np.mean([(x > y) + 0.5 * (x == y) for x in ab for y in no])
-    assert plot_figure2.order_probability(ab, no) == brute
-    assert plot_figure2.order_probability(np.ones(3), np.ones(5)) == 0.5
-    assert plot_figure2.order_probability(np.array([2.0]), np.array([1.0, 3.0])) == 0.5
+    assert figure2_numbers.order_probability(ab, no) == brute
+    assert figure2_numbers.order_probability(np.ones(3), np.ones(5)) == 0.5
+    assert figure2_numbers.order_probability(np.array([2.0]), np.array([1.0, 3.0])) == 0.5
     with pytest.raises(ValueError, match="non-empty"):
-        plot_figure2.order_probability(np.array([]), no)
+        figure2_numbers.order_probability(np.array([]), no)
 
 
 def test_true_order_follows_the_data() -> None:
     def cell(label: str, truth: float, estimates: list[float]):
-        return plot_figure2.Cell("m", label, "duff", np.array(estimates), truth, 0, 100, 4, 0, 0)
+        return figure2_data.Cell("m", label, "duff", np.array(estimates), truth, 0, 100, 4, 0, 0)
 
     up = [1.0, 2.0, 3.0]
     down = [2.0, 2.0, 9.0]
     # AB's true median is below NO's: the probability that NO's estimate is above AB's.
-    p = plot_figure2.true_order_probability(cell("AB", 1.0, up), cell("NO", 5.0, down))
-    assert p == plot_figure2.order_probability(np.array(down), np.array(up))
-    same = plot_figure2.true_order_probability(cell("AB", 3.0, up), cell("NO", 3.0, down))
+    p = figure2_numbers.true_order_probability(cell("AB", 1.0, up), cell("NO", 5.0, down))
+    assert p == figure2_numbers.order_probability(np.array(down), np.array(up))
+    same = figure2_numbers.true_order_probability(cell("AB", 3.0, up), cell("NO", 3.0, down))
     assert np.isnan(same)
 
 
 def test_loaded_cells_and_table(tmp_path: Path) -> None:
     results_dir, _, _ = build_results(tmp_path)
-    results = plot_figure2.load_results(results_dir)
-    assert results.mechanisms == ("laplace_ln", "duff")
+    results = figure2_data.load_results(results_dir)
+    assert results.mechanisms == (LAPLACE_LN, "duff")
     assert results.measurements == VERTEBRAL_MEASUREMENTS
     assert results.epsilon == EPSILON
     assert set(results.failed["mechanism"]) == {"quantile_em"}
     assert len(results.failed) == 2 * len(VERTEBRAL_MEASUREMENTS)
-    table = plot_figure2.table_rows(results).set_index(["measurement", "mechanism"])
+    table = figure2_numbers.table_rows(results).set_index(["measurement", "mechanism"])
     duff = table.loc[("pelvic_incidence", "duff")]
-    laplace = table.loc[("pelvic_incidence", "laplace_ln")]
+    laplace = table.loc[("pelvic_incidence", LAPLACE_LN)]
     assert (duff["median_AB"], duff["median_NO"]) == (MEDIAN_AB, MEDIAN_NO)
     assert duff["mae_AB"] == pytest.approx(DUFF_MAE["AB"], rel=1e-12)
     assert duff["mae_NO"] == pytest.approx(DUFF_MAE["NO"], rel=1e-12)
@@ -225,13 +225,13 @@ def test_mechanism_order_puts_laplace_ln_and_duff_first() -> None:
         "laplace_ln_public": ("laplace_ln", {"tuning": "public"}, True),
         "ln": ("laplace_ln", {"tuning": "oracle"}, False),
     }
-    palette = figure_style.Palette(
+    palette = style.Palette(
         {
-            label: figure_style.kind_of(MechanismInfo(label, name, options, True), private, "")
+            label: style.kind_of(MechanismInfo(label, name, options, True), private, "")
             for label, (name, options, private) in entries.items()
         }
     )
-    assert sorted(entries, key=lambda m: plot_figure2.mechanism_order(palette, m)) == [
+    assert sorted(entries, key=lambda m: figure2_data.mechanism_order(palette, m)) == [
         "ln",
         "laplace_ln_public",
         "the_paper_s_duff",
@@ -242,13 +242,13 @@ def test_mechanism_order_puts_laplace_ln_and_duff_first() -> None:
 
 
 def test_class_colours_are_fixed_and_distinct() -> None:
-    ab, no = figure_style.class_colour("AB"), figure_style.class_colour("NO")
+    ab, no = style.class_colour("AB"), style.class_colour("NO")
     assert ab != no
-    assert {ab, no}.isdisjoint(f.colour for f in figure_style.FAMILIES)
-    assert figure_style.class_colour("XY") == figure_style.class_colour("XY")
-    assert figure_style.class_name("NO") == "NO (normal)"
+    assert {ab, no}.isdisjoint(f.colour for f in style.FAMILIES)
+    assert style.class_colour("XY") == style.class_colour("XY")
+    assert style.class_name("NO") == "NO (normal)"
     with pytest.raises(ValueError, match="label"):
-        figure_style.class_colour("")
+        style.class_colour("")
 
 
 # ------------------------------------------------------------------ outputs
@@ -270,9 +270,9 @@ def test_writes_figures_and_table(drawn: tuple[Path, int, str, str]) -> None:
 def test_figure3_layout(tmp_path: Path) -> None:
     """Six rows of data + one panel per mechanism; x = [a, b] per row; medians everywhere."""
     results_dir, _, _ = build_results(tmp_path)
-    results = plot_figure2.load_results(results_dir)
-    data = plot_figure2.load_class_data(results, None, io.StringIO())
-    fig = plot_figure2.draw_figure(results, data, results.measurements)
+    results = figure2_data.load_results(results_dir)
+    data = figure2_data.load_class_data(results, None, io.StringIO())
+    fig = figure2_plot.draw_figure(results, data, results.measurements)
     try:
         axes = np.array(fig.axes[: 6 * 3]).reshape(6, 3)
         titles = [ax.get_title() for ax in axes[0]]
@@ -292,7 +292,7 @@ def test_figure3_layout(tmp_path: Path) -> None:
                 vertical = {float(line.get_xdata()[0]) for line in ax.get_lines()}
                 assert vertical == medians
         colours = {patch.get_facecolor()[:3] for ax in fig.axes[:18] for patch in ax.patches}
-        expected = {matplotlib.colors.to_rgb(figure_style.class_colour(c)) for c in ("AB", "NO")}
+        expected = {matplotlib.colors.to_rgb(style.class_colour(c)) for c in ("AB", "NO")}
         assert colours == expected
         legend = [text.get_text() for text in fig.legends[0].get_texts()]
         assert any("AB (abnormal)" in t for t in legend) and any("median" in t for t in legend)
@@ -346,7 +346,7 @@ def test_only_selected_measurements(tmp_path: Path) -> None:
 def _error(args: list[str]) -> str:
     status, _, stderr = run_main(args)
     assert status == 2
-    assert stderr.splitlines()[-1].startswith("plot_figure2: error: ")
+    assert stderr.splitlines()[-1].startswith("duff-plot figure2: error: ")
     return stderr
 
 
@@ -435,9 +435,9 @@ def test_figure2_config_and_a_tiny_real_run(
     data_file = write_vertebral_file(tmp_path / "column_2C.dat")
     monkeypatch.setenv("VERTEBRAL_DATA", str(data_file))
     results_dir = tmp_path / "run"
-    labels = [m for m in ("laplace_ln", "duff", "quantile_em") if m in mechanisms.available()]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         paper = compose(config_name="config", overrides=["experiment=figure2"])
+        labels = [*paper.mechanisms, "quantile_em"]
         tiny = compose(
             config_name="config",
             overrides=[
@@ -450,15 +450,18 @@ def test_figure2_config_and_a_tiny_real_run(
     assert paper.name == "figure2"
     assert list(paper.epsilons) == [0.5] and paper.trials == 1000
     assert list(paper.datasets) == ["vertebral"] and paper.delta == "1/n"
-    assert list(paper.mechanisms) == ["laplace_ln", "duff"] and paper.keep_estimates is True
+    assert paper.keep_estimates is True
+    # LaplaceLN tuned on the data (the paper's choice), then Duff: whatever their labels
+    entries = [(m.name, m.options.get("tuning")) for m in build_plan(paper).mechanisms]
+    assert entries == [("laplace_ln", "oracle"), ("duff", None)]
 
     run(tiny, n_jobs=1)
     status, _, stderr = run_main([str(results_dir), "--measurements", "pelvic_incidence"])
     assert status == 0, stderr
     assert (results_dir / "figure2.png").is_file() and (results_dir / "figure3.pdf").is_file()
     summary = pd.read_csv(results_dir / "summary.csv", dtype={"subset": str})
-    results = plot_figure2.load_results(results_dir, measurements=["pelvic_incidence"])
-    table = plot_figure2.table_rows(results).set_index(["measurement", "mechanism"])
+    results = figure2_data.load_results(results_dir, measurements=["pelvic_incidence"])
+    table = figure2_numbers.table_rows(results).set_index(["measurement", "mechanism"])
     for label in ("AB", "NO"):
         for mechanism in labels:
             row = summary.loc[

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import sys
 import textwrap
 from pathlib import Path
 
@@ -18,11 +16,11 @@ from scipy import stats
 
 import mechanisms
 from experiments.plan import ConfigError, build_plan, mechanism_entry
+from experiments.reports import cli
 from experiments.results import RUN_FILE, read_summary
 from experiments.run import run
 
 EXAMPLE_DIR = PROJECT_ROOT / "examples" / "plugin"
-sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # plot_figure1 and the modules it imports
 
 # A user's module: a ε-DP mechanism that does NOT register itself (found by `_target_`).
 USER_MODULE = '''
@@ -296,8 +294,7 @@ def test_a_plugin_gets_figure_rows_and_regression_cells(plugin_dir, tmp_path, ca
     # another sweep is refused against this baseline, not compared cell by cell
     assert regress.main([*options, *sweep[:-1], "epsilons=[0.5]"]) == 2
 
-    plot = importlib.import_module("plot_figure1")
-    assert plot.main([str(results)]) == 0
+    assert cli.main(["figure1", str(results)]) == 0
     ratios = (results / "figure1_ratios.md").read_text()
     assert (results / "figure1.png").stat().st_size > 0
     # the figure and its tables name the plug-in as its class asks, not by its config label

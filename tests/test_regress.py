@@ -80,8 +80,8 @@ def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> P
     names = {m["label"]: m["name"] for m in numbers["mechanisms"]}
     rows = []
     for key, cell in baseline.iterrows():
-        dataset, subset, label, epsilon = key
-        error = cell["mean_abs_error"] * factors.get((dataset, label, epsilon), 1.0)
+        dataset, subset, statistic, label, epsilon = key
+        error = cell["mean_abs_error"] * factors.get((dataset, statistic, label, epsilon), 1.0)
         for replicate in range(int(cell["replicates"])):
             rows.append(
                 {
@@ -94,6 +94,7 @@ def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> P
                     "upper": bounds[dataset][1],
                     "mechanism": label,
                     "registry_name": names[label],
+                    "statistic": statistic,
                     "epsilon": epsilon,
                     "trials": 50,
                     "mean_abs_error": error,
@@ -186,18 +187,21 @@ def test_one_cell_times_1_3_fails_and_a_copy_passes(baseline, plan, tmp_path, ca
     assert "regression gate PASSED: all 63 cells" in capsys.readouterr().out
 
     loosest = baseline["tolerance"].idxmax()
-    for dataset, _, label, epsilon in [loosest, ("uniform", "", "duff", 0.1)]:
-        cell = (dataset, label, epsilon)
+    for dataset, _, statistic, label, epsilon in [loosest, ("uniform", "", "median", "duff", 0.1)]:
+        cell = (dataset, statistic, label, epsilon)
         worse = write_candidate(tmp_path / f"worse-{label}", baseline, plan, {cell: 1.3})
         assert regress.main(["--candidate", str(worse / "summary.csv")]) == 1
         out = capsys.readouterr().out
         assert "FAILED: 1 of 63 cells (1 worse" in out
         row = next(line for line in out.splitlines() if "WORSE" in line).split()
-        assert row == [dataset, label, f"{epsilon:g}", *row[3:5], "1.300", *row[6:7], "WORSE"]
+        expected = [dataset, statistic, label, f"{epsilon:g}", *row[4:6], "1.300", *row[7:8]]
+        assert row == [*expected, "WORSE"]
 
 
 def test_a_sharp_drop_in_error_fails_as_possibly_not_private(baseline, plan, tmp_path, capsys):
-    better = write_candidate(tmp_path, baseline, plan, {("beta", "laplace_ln", 0.5): 0.7})
+    better = write_candidate(
+        tmp_path, baseline, plan, {("beta", "median", "laplace_ln_oracle", 0.5): 0.7}
+    )
     assert regress.main(["--candidate", str(better)]) == 1
     out = capsys.readouterr().out
     assert "BETTER?" in out and "may have stopped being private" in out
@@ -217,13 +221,15 @@ def test_exact_reproduction_is_reported(baseline, plan) -> None:
 
 
 def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_path, capsys):
-    source = write_candidate(tmp_path / "run", baseline, plan, {("normal", "duff", 0.1): 1.5})
+    source = write_candidate(
+        tmp_path / "run", baseline, plan, {("normal", "median", "duff", 0.1): 1.5}
+    )
     target = tmp_path / "baseline.csv"
     assert regress.main(["--update", "--candidate", str(source), "--baseline", str(target)]) == 0
     assert "wrote" in capsys.readouterr().out
     written = regress.read_baseline(target)
-    assert written.loc[("normal", "", "duff", 0.1), "mean_abs_error"] == pytest.approx(
-        1.5 * baseline.loc[("normal", "", "duff", 0.1), "mean_abs_error"], rel=1e-12
+    assert written.loc[("normal", "", "median", "duff", 0.1), "mean_abs_error"] == pytest.approx(
+        1.5 * baseline.loc[("normal", "", "median", "duff", 0.1), "mean_abs_error"], rel=1e-12
     )
     assert regress.main(["--candidate", str(source), "--baseline", str(target)]) == 0
     assert "63/63 cells identical" in capsys.readouterr().out
@@ -289,7 +295,9 @@ def test_input_errors_exit_2(baseline, plan, tmp_path, capsys) -> None:
     broken = tmp_path / "broken.csv"
     broken.write_text("dataset,mechanism\nnormal,duff\n")
     _input_error(
-        ["--candidate", str(good), "--baseline", str(broken)], capsys, "missing: subset, epsilon"
+        ["--candidate", str(good), "--baseline", str(broken)],
+        capsys,
+        "missing: subset, statistic, epsilon",
     )
 
 

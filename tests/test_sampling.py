@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -12,7 +13,10 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from mechanisms.base import lower_median
-from mechanisms.sampling import PiecewiseUniformRelease
+from mechanisms.duff import Duff, gap_utility
+from mechanisms.quantile_em import QuantileEM, rank_distance
+from mechanisms.racing import IntervalLevels
+from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease
 
 
 def linear_score(slope: float, centre: float):
@@ -269,3 +273,151 @@ def test_sample_sizes_rng_and_reproducibility():
     for rng in (None, 0, np.random.RandomState(0)):
         with pytest.raises(ValueError, match="rng"):
             release.sample(3, rng)
+
+
+# ------------------------------------------------------------ racing sampler
+
+
+def make_racing(x, a, b, log_score, mode) -> PiecewiseUniformRelease:
+    return make(x, a, b, log_score, mode, sampler="racing")
+
+
+def duff_score(n: int, epsilon: float):
+    """Duff's log-score ``ε·u_d/2`` on gap ``i`` (as in :class:`mechanisms.duff.Duff`)."""
+
+    def log_score(gaps: np.ndarray) -> np.ndarray:
+        return 0.5 * epsilon * gap_utility(n, gaps)
+
+    return log_score
+
+
+def test_sampler_option():
+    release = make([0.2, 0.4], 0.0, 1.0, linear_score(1.0, 1), 1)
+    assert release.sampler == "inverse_cdf" and SAMPLERS == ("inverse_cdf", "racing")
+    explicit = make([0.2, 0.4], 0.0, 1.0, linear_score(1.0, 1), 1, sampler="inverse_cdf")
+    rng_a, rng_b = np.random.default_rng(4), np.random.default_rng(4)
+    assert np.array_equal(release.sample(100, rng_a), explicit.sample(100, rng_b))
+    for bad in ("gumbel", "Racing", None):
+        with pytest.raises(ValueError, match="sampler"):
+            make([0.2], 0.0, 1.0, linear_score(1.0, 1), 1, sampler=bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 20), min_size=0, max_size=40),
+    slope=st.floats(1e-3, 5.0),
+    shape=st.sampled_from(["linear", "quadratic", "duff"]),
+    data=st.data(),
+)
+def test_racing_level_probabilities_are_the_gap_mass_sums(values, slope, shape, data):
+    """Ties, points at the bounds (0 and 20), the empty dataset: levels = gaps of equal score."""
+    x = np.sort(np.array(values, dtype=float))
+    mode = data.draw(st.integers(0, x.size)) if shape != "duff" else x.size // 2
+    score = {
+        "linear": linear_score(slope, mode),  # equal scores on both sides of the mode
+        "quadratic": quadratic_score(slope / 40, mode),
+        "duff": duff_score(x.size, slope),
+    }[shape]
+    release = make_racing(x, 0.0, 20.0, score, mode)
+    # Score drops below 210 and lengths in [1, 20]: every positive-length gap has
+    # nonzero weight, so the race covers them all; zero-length gaps form no level.
+    positive = np.diff(release.edges) > 0
+    scores = score(np.arange(x.size + 1))[positive]
+    distinct, level = np.unique(scores, return_inverse=True)
+    racer = release._racer
+    assert racer is not None and racer.log_weights.size == distinct.size
+    assert np.isfinite(racer.log_weights).all()
+    from_inverse_cdf = np.bincount(level, weights=release.probabilities[positive])
+    reference = np.exp(reference_log_masses(x, 0.0, 20.0, score))[positive]
+    got = np.exp(racer.log_probabilities)
+    assert np.allclose(got, from_inverse_cdf, rtol=1e-12, atol=1e-15)
+    assert np.allclose(got, np.bincount(level, weights=reference), rtol=1e-12, atol=1e-15)
+
+
+def test_racing_covers_exactly_the_gaps_of_nonzero_weight():
+    """Slope 50 per gap: gaps 14 away from the mode weigh e^-700 (kept), 15 away e^-750 (not)."""
+    x = np.linspace(0.0, 1.0, 101)
+    release = make_racing(x, 0.0, 1.0, linear_score(50.0, 50), 50)
+    assert release._racer is not None
+    assert release._racer.log_weights.size == 15  # |i - 50| = 0..14: levels of 1, 2, ..., 2 gaps
+    assert release._racer.log_weights.min() == pytest.approx(-700.0 + math.log(2.0), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("x", "epsilon", "bounds"),
+    [
+        (np.random.default_rng(1).normal(size=1000), 1.0, (-10.0, 10.0)),
+        (np.random.default_rng(2).normal(size=1000), 0.05, (-10.0, 10.0)),
+        (np.random.default_rng(3).integers(0, 5, 301).astype(float), 0.5, (0.0, 4.0)),  # ties
+        (np.array([]), 1.0, (-1.0, 3.0)),  # one level
+    ],
+)
+def test_duff_racing_and_inverse_cdf_give_the_same_distribution(x, epsilon, bounds):
+    inverse = Duff(epsilon=epsilon).release(x, bounds)
+    n = inverse.n
+    x = np.sort(np.clip(x, *bounds))
+    racing = make_racing(x, *bounds, duff_score(n, epsilon), n // 2)
+    draws = racing.sample(20_000, np.random.default_rng(21))
+    assert np.all((draws >= bounds[0]) & (draws <= bounds[1]))
+    assert stats.kstest(draws, inverse.cdf).pvalue > 1e-3
+    assert np.array_equal(racing.cdf(draws[:100]), inverse.cdf(draws[:100]))
+
+
+def test_quantile_em_racing_has_two_gaps_per_level():
+    x = np.sort(np.random.default_rng(4).uniform(0.0, 1.0, 200))  # even n, alpha = 1/2
+    inverse = QuantileEM(epsilon=0.5).release(x, (0.0, 1.0))
+    scale = 0.5 / (2 * 0.5)
+
+    def log_score(gaps: np.ndarray) -> np.ndarray:
+        return -scale * rank_distance(200, 0.5, gaps)
+
+    racing = make_racing(x, 0.0, 1.0, log_score, 100)
+    assert racing._racer is not None and racing._racer.log_weights.size == 101
+    draws = racing.sample(20_000, np.random.default_rng(22))
+    assert stats.kstest(draws, inverse.cdf).pvalue > 1e-3
+
+
+def test_racing_ks_catches_the_log_length_dropped(monkeypatch):
+    x = np.sort(np.random.default_rng(5).normal(size=300))
+    inverse = Duff(epsilon=1.0).release(x, (-10.0, 10.0))
+    score = duff_score(300, 1.0)
+    draws = make_racing(x, -10.0, 10.0, score, 150).sample(20_000, np.random.default_rng(23))
+    assert stats.kstest(draws, inverse.cdf).pvalue > 1e-3
+    monkeypatch.setattr(
+        IntervalLevels, "log_measures", property(lambda self: np.zeros(self._measures.size))
+    )
+    draws = make_racing(x, -10.0, 10.0, score, 150).sample(20_000, np.random.default_rng(23))
+    assert stats.kstest(draws, inverse.cdf).pvalue < 1e-6
+
+
+def test_racing_diffprivlib_107_scores_of_magnitude_1e5():
+    """80% ties at the median, n = 2e5, ε = 5: positive gaps' scores ~1e5 below the max."""
+    rng = np.random.default_rng(107)
+    n = 200_000
+    x = rng.uniform(0.0, 1.0, n)
+    x[: int(0.8 * n)] = 0.5
+    x.sort()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(divide="raise", invalid="raise", over="raise"):
+            release = PiecewiseUniformRelease(
+                x, 0.0, 1.0, duff_score(n, 5.0), n // 2, sampler="racing"
+            )
+            draws = release.sample(200_000, np.random.default_rng(0))
+    assert np.all((draws >= 0.0) & (draws <= 1.0)) and np.all(draws != 0.5)
+    gap = np.searchsorted(release.edges, draws, side="right") - 1
+    p = release.probabilities
+    observed = np.bincount(gap, minlength=p.size)
+    likely = 200_000 * p >= 5  # expected counts 199784, 207 and 9 (next to the tie block)
+    assert likely.sum() == 3
+    pooled = np.append(observed[likely], observed[~likely].sum())
+    expected = 200_000 * np.append(p[likely], p[~likely].sum())
+    assert stats.chisquare(pooled, expected).pvalue > 1e-3
+
+
+def test_racing_with_all_points_at_a_bound_and_empty_data():
+    for x in ([0.0, 0.0, 0.0], [1.0, 1.0], []):
+        release = make_racing(x, 0.0, 1.0, linear_score(2.0, 1), min(1, len(x)))
+        assert release._racer is not None and release._racer.log_weights.size == 1
+        draws = release.sample(5000, np.random.default_rng(6))
+        assert stats.kstest(draws, "uniform").pvalue > 1e-3

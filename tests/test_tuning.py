@@ -12,8 +12,13 @@ from hypothesis import strategies as st
 import mechanisms
 from mechanisms import laplace_ln, smooth_laplace
 from mechanisms.base import Neighbouring
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
-from mechanisms.tuning import DEFAULT_TOLERANCE, minimise, reference_smooth_sensitivity
+from mechanisms.smooth_sensitivity import MedianSmoothSensitivity, QuantileSmoothSensitivity
+from mechanisms.tuning import (
+    DEFAULT_TOLERANCE,
+    EvenlySpaced,
+    minimise,
+    reference_smooth_sensitivity,
+)
 
 
 class Lines:
@@ -122,14 +127,45 @@ def test_reference_data_is_evenly_spaced_and_cached():
     assert reference_smooth_sensitivity(4, Neighbouring.ADD_REMOVE) is ss
 
 
+def reference_a(n: int) -> np.ndarray:
+    """A(k), k = 0..n, of the reference data (tuning module docstring), for any quantile."""
+    if n == 0:
+        return np.array([1.0])
+    k = np.arange(n + 1)
+    return np.where(k <= n - 2, (k + 1) / n, np.where(k == n - 1, (n - 0.5) / n, 1.0))
+
+
+@pytest.mark.parametrize("neighbouring", list(Neighbouring))
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.3, 0.5, 0.8, 0.99])
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 500])
+def test_reference_smooth_sensitivity_is_the_same_for_every_quantile(n, alpha, neighbouring):
+    """SS_β of the evenly spaced data is max_k e^{-βk} A(k) with A(k) free of α.
+
+    Also read lazily (and mirrored, for α < 1/2) it equals the materialised array's.
+    """
+    materialised = (np.arange(n) + 0.5) / max(n, 1)
+    direct = QuantileSmoothSensitivity(materialised, 0.0, 1.0, neighbouring, alpha=alpha)
+    lazy = QuantileSmoothSensitivity(EvenlySpaced(n), 0.0, 1.0, neighbouring, alpha=alpha)
+    betas = np.array([1e-3, 0.05, 0.3, 2.0])
+    np.testing.assert_array_equal(lazy.log(betas), direct.log(betas))
+    a_of_k = reference_a(n)
+    closed_form = np.log([np.max(np.exp(-b * np.arange(n + 1)) * a_of_k) for b in betas])
+    np.testing.assert_allclose(direct.log(betas), closed_form, rtol=1e-12)
+    reference = reference_smooth_sensitivity(n, neighbouring)
+    np.testing.assert_allclose(reference.log(betas), closed_form, rtol=1e-12)
+
+
 @pytest.mark.parametrize(
     ("name", "delta", "keys"),
     [("smooth_laplace", 1e-3, ("beta", "alpha")), ("laplace_ln", 1e-3, ("beta", "alpha", "sigma"))],
 )
+@pytest.mark.parametrize("quantile", [0.5, 0.1, 0.9])
 @pytest.mark.parametrize("neighbours", ["add_remove", "replace_one"])
-def test_public_parameters_do_not_depend_on_the_data(name, delta, keys, neighbours):
+def test_public_parameters_do_not_depend_on_the_data(name, delta, keys, neighbours, quantile):
     rng = np.random.default_rng(5)
-    mechanism = mechanisms.make(name, epsilon=0.8, delta=delta, neighbours=neighbours)
+    mechanism = mechanisms.make(
+        name, epsilon=0.8, delta=delta, neighbours=neighbours, alpha=quantile
+    )
     first = mechanism.release(rng.normal(size=301), (-10, 10))
     second = mechanism.release(rng.exponential(size=301) * 3, (-10, 10))
     other_bounds = mechanism.release(rng.uniform(size=301), (0, 1))
@@ -175,3 +211,16 @@ def test_reference_size_fixes_the_public_parameters(name):
 def test_bad_tuning_options(name, option, value):
     with pytest.raises(ValueError, match=option):
         mechanisms.make(name, epsilon=1.0, delta=1e-3, **{option: value})
+
+
+@pytest.mark.parametrize("name", ["smooth_laplace", "laplace_ln"])
+def test_public_parameters_are_the_same_for_every_quantile(name):
+    chosen = {
+        alpha: mechanisms.make(name, epsilon=0.5, delta=1e-3, alpha=alpha)
+        .release(np.linspace(-1, 1, 40), (-10, 10))
+        .parameters
+        for alpha in (0.05, 0.5, 0.9)
+    }
+    assert chosen[0.05] != chosen[0.5]  # the scale, from the data's SS
+    for key in ("beta", "alpha"):
+        assert chosen[0.05][key] == chosen[0.5][key] == chosen[0.9][key]

@@ -111,6 +111,7 @@ class DiffprivlibQuantile(PeerMechanism):
     """
 
     name = "diffprivlib_quantile"
+    statistics = frozenset({"median", "quantile"})
     library = "diffprivlib"
 
     def __init__(

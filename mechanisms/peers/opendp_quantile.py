@@ -201,6 +201,7 @@ class OpenDPQuantile(PeerMechanism):
     """
 
     name = "opendp_quantile"
+    statistics = frozenset({"median", "quantile"})
     library = "opendp"
     neighbouring = Neighbouring.ADD_REMOVE
 

@@ -1,13 +1,13 @@
 """Shared look of every figure and table: what a mechanism *is* -> name, colour, line, marker.
 
 This module is the single place that decides what a reader sees for a
-mechanism.  Figure scripts import it as ``import figure_style`` (the scripts
-directory is on ``sys.path`` when a script runs).  The look follows from the
-data of the run, never from the label's spelling:
+mechanism, in every figure and table of :mod:`experiments.reports`.  The look
+follows from the data of the run, never from the label's spelling:
 
 * the **family**, from the registry name and the options recorded in
   ``run.json`` (:data:`FAMILIES`; e.g. ``laplace_ln`` with ``target: approx_dp``
-  is "LaplaceLN, (ε, δ)-matched"), fixes the name, colour and marker.  The Duff
+  is "LaplaceLN, (ε, δ)-matched"), fixes the name, colour and marker; a class
+  that declares a ``display_name`` (recorded in ``run.json``) is shown by it.  The Duff
   paper, section 6, names the baselines SmoothSens_ε, SmoothSens_ε,δ and LaplaceLN;
 * the ``private`` column of ``summary.csv`` tells a tuned family's two variants
   apart: parameters tuned on the private data (the paper's "oracle" choice,
@@ -18,9 +18,10 @@ data of the run, never from the label's spelling:
   Nissim, Raskhodnikova & Smith, "Smooth sensitivity and sampling in private data
   analysis", NRS07) keeps its marker and hue, in a lighter tint, dash-dotted,
   named "…, NRS07 replace-one SS";
-* any other mechanism (a plug-in) is named by its label and gets a colour and
-  marker chosen from the label's text (CRC-32, not Python's salted ``hash``),
-  so it looks the same in every figure and every run.
+* any other mechanism (a plug-in) is named by its class's ``display_name``
+  (recorded in ``run.json``; its label when the class gives none) and gets a
+  colour and marker chosen from the label's text (CRC-32, not Python's salted
+  ``hash``), so it looks the same in every figure and every run.
 
 :func:`palette` builds the :class:`Palette` of a results directory (read by
 :func:`experiments.results_reader.load`).  :func:`save_figure` writes every
@@ -129,6 +130,8 @@ class Kind:
     """The ``private`` column (False: parameters tuned on the private data)."""
     neighbouring: str
     """The ``neighbouring`` column (``""`` when unknown)."""
+    display_name: str = ""
+    """The class's own ``display_name`` (run.json); shown instead of the family's name."""
 
     @property
     def known(self) -> bool:
@@ -193,18 +196,19 @@ def kind_of(info: MechanismInfo, private: bool | None, neighbouring: str | None)
     if neighbouring is None:
         neighbouring = str(info.options.get("neighbours", ""))
     family = family_of(info.name, info.options, info.label, info.display_name)
-    return Kind(info.label, family, private, neighbouring)
+    return Kind(info.label, family, private, neighbouring, info.display_name)
 
 
 def tint(colour: str, amount: float = TINT) -> str:
     """``colour`` moved ``amount`` of the way towards white."""
     rgb = np.asarray(to_rgb(colour))
-    return to_hex(rgb + (1.0 - rgb) * amount)
+    red, green, blue = rgb + (1.0 - rgb) * amount
+    return to_hex((red, green, blue))
 
 
 def style_of(kind: Kind) -> Style:
     """The display name, colour, line style and marker of a mechanism."""
-    family, name = kind.family, kind.family.name
+    family, name = kind.family, kind.display_name or kind.family.name
     if kind.public_tuning:
         name += ", public tuning"
     elif not kind.private and not family.tuned:

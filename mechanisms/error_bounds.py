@@ -87,6 +87,12 @@ continuous version.  (The notes' attempt 2 has a sign slip, ``exp(−ε/2·u)`` 
 Both EM bounds come from the same inequality (Duff paper, Proposition 4):
 :func:`em_level` finds the smallest level at which ``factor·(b − a)·exp(−rate·h)
 <= η·λ({level <= h})``.
+
+A mechanism class declares its bounds by overriding
+:meth:`mechanisms.base.Mechanism.error_bounds` (``Duff``, ``QuantileEM`` and
+``SmoothCauchy`` call the functions here; a plug-in may return its own
+:class:`Bound`); :func:`mechanism_bounds` asks the class, and
+:func:`exact_coverage` checks a bound against the release's exact cdf.
 """
 
 from __future__ import annotations
@@ -108,10 +114,11 @@ from mechanisms.base import (
     check_bounds,
     check_data,
     check_open_unit,
+    check_real,
 )
 from mechanisms.duff import gap_utility
 from mechanisms.quantile_em import quantile_rank, rank_distance, sensitivity, split_alpha_n
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
 
 DEFAULT_ETA = 0.05
 ABS_ERROR = "abs_error"
@@ -159,10 +166,7 @@ def check_eta(eta: float) -> float:
 
 
 def _positive(value: float, name: str) -> float:
-    number = float(value)
-    if not (math.isfinite(number) and number > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return number
+    return check_real(value, name, minimum=0.0)
 
 
 # ------------------------------------------------------------------ shared tools
@@ -235,7 +239,7 @@ def duff_levels(n: int) -> np.ndarray:
 
 
 def corollary1(
-    ss: MedianSmoothSensitivity, *, epsilon: float, span: float, c: float, eta: float
+    ss: QuantileSmoothSensitivity, *, epsilon: float, span: float, c: float, eta: float
 ) -> dict[str, float]:
     """Duff paper, Corollary 1 (eq. 3) for a given constant ``C``.
 
@@ -270,7 +274,7 @@ def _duff(
     ``gamma`` is passed when known exactly: ``2W/ε`` after the Lambert W round
     trip can fall an ulp below a step of ``λ(H_·)``.
     """
-    ss = MedianSmoothSensitivity(sorted_x, lower, upper, Neighbouring.ADD_REMOVE)
+    ss = QuantileSmoothSensitivity(sorted_x, lower, upper, Neighbouring.ADD_REMOVE)
     result = corollary1(ss, epsilon=epsilon, span=upper - lower, c=c, eta=eta)
     if gamma is not None:
         result["gamma"] = gamma
@@ -348,11 +352,16 @@ def smooth_cauchy_bound(
     epsilon: float,
     eta: float = DEFAULT_ETA,
     neighbouring: Neighbouring = Neighbouring.ADD_REMOVE,
+    alpha: float = 0.5,
 ) -> Bound:
-    """Proposition 7: ``|M − T| <= (6·SS_{ε/6}/ε)·tan(π(1 − η)/2)`` w.p. ``>= 1 − η``."""
+    """Proposition 7: ``|M − T| <= (6·SS_{ε/6}/ε)·tan(π(1 − η)/2)`` w.p. ``>= 1 − η``.
+
+    The argument only uses the Cauchy noise's quantile, so it holds for the
+    α-quantile with its own smooth sensitivity (:mod:`mechanisms.smooth_sensitivity`).
+    """
     epsilon, eta = _positive(epsilon, "epsilon"), check_eta(eta)
     beta = epsilon / 6.0
-    ss = MedianSmoothSensitivity(sorted_x, lower, upper, Neighbouring(neighbouring))
+    ss = QuantileSmoothSensitivity(sorted_x, lower, upper, Neighbouring(neighbouring), alpha=alpha)
     scale = math.exp(ss.log(beta) - math.log(beta))
     quantile = 1.0 / math.tan(math.pi * eta / 2.0)  # tan(π(1 − η)/2), accurate for small η
     bound = scale * quantile
@@ -451,43 +460,20 @@ def quantile_em_bound(
 
 # --------------------------------------------------------------------- dispatch
 
-BOUNDED_MECHANISMS = ("duff", "quantile_em", "smooth_cauchy")
-"""Registry names of the mechanisms with a known bound."""
+
+def declares_bounds(cls: type) -> bool:
+    """Whether mechanism class ``cls`` declares error bounds (overrides
+    :meth:`mechanisms.base.Mechanism.error_bounds`)."""
+    return getattr(cls, "error_bounds", Mechanism.error_bounds) is not Mechanism.error_bounds
 
 
 def mechanism_bounds(
     mechanism: Mechanism, data: object, bounds: object, eta: float = DEFAULT_ETA
 ) -> list[Bound]:
-    """Every known bound for ``mechanism`` (with its own ε, options and bounding) on ``data``.
-
-    Duff gets two (C from the data; the paper's C); the others one; an
-    unbounded mechanism an empty list.
-    """
+    """Every bound ``mechanism``'s class declares (its ``error_bounds``, with its own ε,
+    options and bounding) on ``data``; an empty list for a class that declares none."""
     sorted_x, lower, upper = bounded_sorted(mechanism, data, bounds)
-    common = {"epsilon": mechanism.epsilon, "eta": eta}
-    if mechanism.name == "duff":
-        return [
-            duff_bound(sorted_x, lower, upper, **common),
-            duff_bound_paper_c(sorted_x, lower, upper, **common),
-        ]
-    if mechanism.name == "smooth_cauchy":
-        return [
-            smooth_cauchy_bound(
-                sorted_x, lower, upper, neighbouring=mechanism.neighbouring, **common
-            )
-        ]
-    if mechanism.name == "quantile_em":
-        return [
-            quantile_em_bound(
-                sorted_x,
-                lower,
-                upper,
-                alpha=mechanism.alpha,  # type: ignore[attr-defined]
-                neighbouring=mechanism.neighbouring,
-                **common,
-            )
-        ]
-    return []
+    return list(mechanism.error_bounds(sorted_x, lower, upper, check_eta(eta)))
 
 
 # ------------------------------------------------------------ exact coverage

@@ -1,0 +1,64 @@
+"""``duff-plot``: figures and tables from results directories, one subcommand each.
+
+Usage::
+
+    duff-plot figure1 RESULTS_DIR [...]   # the Duff paper's Figure 1 and its ratio table
+    duff-plot figure2 RESULTS_DIR [...]   # Figures 2 and 3 (Vertebral Column) and their table
+    duff-plot bounds RESULTS_DIR [...]    # coverage of the theoretical error bounds
+    duff-plot peers RESULTS_DIR [...]     # our mechanisms beside OpenDP's and diffprivlib's
+
+``duff-plot COMMAND --help`` lists a command's options; each command is a module
+of :mod:`experiments.reports` with ``add_arguments(parser)`` and ``command(args)``.
+The scripts in ``scripts/`` call :func:`main` with their command's name.
+
+Exit status: 0 on success, 2 on unusable input (one line on stderr naming the
+file or option and what is wrong with it; nothing is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display: before any pyplot import below
+
+from experiments.reports import bounds_coverage, figure1, figure2, peers_table
+from experiments.reports.selection import INPUT_ERRORS
+
+PROG = "duff-plot"
+COMMANDS: dict[str, ModuleType] = {
+    "figure1": figure1,
+    "figure2": figure2,
+    "bounds": bounds_coverage,
+    "peers": peers_table,
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``duff-plot`` parser, one subparser per :data:`COMMANDS` entry."""
+    parse = argparse.ArgumentParser(
+        prog=PROG, description="Figures and tables from results directories of duff-run."
+    )
+    commands = parse.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        module.add_arguments(commands.add_parser(name, help=module.HELP, description=module.HELP))
+    return parse
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point (``duff-plot``); returns the exit status."""
+    args = parser().parse_args(argv)
+    try:
+        status: int = COMMANDS[args.command].command(args)
+    except INPUT_ERRORS as err:
+        print(f"{PROG} {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

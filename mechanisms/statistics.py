@@ -1,0 +1,128 @@
+"""The statistics a mechanism can estimate: the truth T(S), and what a mechanism is told.
+
+A :class:`Statistic` is a frozen value: it computes ``T(S)`` on sorted data
+bounded to ``[a, b]`` (the harness never takes the truth from a mechanism), it
+names the keyword options a mechanism needs to estimate it (``alpha`` for a
+quantile), and its ``kind`` is what a mechanism class lists in its
+``statistics`` attribute to say it supports it.
+
+Built-ins:
+
+* :class:`Median`, kind ``"median"``: the lower median ``x_(ceil(n/2))``
+  (Duff paper, section 4.1), ``a`` for the empty dataset (the convention of
+  :mod:`mechanisms.base`).  It passes no option: every median mechanism estimates
+  it by default.
+* :class:`Quantile`, kind ``"quantile"``: the α-quantile ``x_(ceil(α·n))``, the
+  inverse empirical cdf ``inf{r : F_n(r) >= α}``, with ``α·n`` computed exactly
+  from ``α`` read as the decimal it was written as
+  (:func:`mechanisms.quantile_em.quantile_rank`); ``a`` for the empty dataset.
+  ``Quantile(0.5)`` has the median's value on every dataset; it is a different
+  *statistic of the sweep* only in that it passes ``alpha=0.5`` to the
+  mechanism, so only quantile mechanisms accept it.
+
+Both are order statistics, so both have a **rank error**: the number of data
+points strictly between ``T(S)`` and an estimate ``M(S)``
+(Gillenwater, Joseph & Kulesza, "Differentially private quantiles", ICML 2021,
+whose code calls it the number of misclassified points), a scale-free error
+comparable across datasets.  It is 0 when ``M(S)`` lies in the same gap as, or
+on, ``T(S)``; points equal to either end are not counted.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mechanisms.base import lower_median
+from mechanisms.quantile_em import check_alpha, quantile_rank
+
+
+@dataclass(frozen=True)
+class Statistic(ABC):
+    """A statistic of the sweep (subclasses are frozen dataclasses)."""
+
+    kind: ClassVar[str]
+    """What a mechanism lists in its ``statistics`` to support this statistic."""
+
+    @property
+    @abstractmethod
+    def id(self) -> str:
+        """The ``statistic`` column of the results, unique among a sweep's statistics."""
+
+    @abstractmethod
+    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
+        """``T(S)`` of sorted data inside ``[lower, upper]``."""
+
+    @classmethod
+    def from_config(cls, **options: Any) -> list[Statistic]:
+        """The statistics of one config entry (``conf/statistic/<name>.yaml``'s ``options``)."""
+        return [cls(**options)]
+
+    def mechanism_options(self) -> dict[str, Any]:
+        """Keyword options a mechanism needs to estimate this statistic."""
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        """What determines the numbers: the kind and the fields."""
+        return {"kind": self.kind, **self.__dict__}
+
+    def rank_errors(self, sorted_x: np.ndarray, truth: float, estimates: np.ndarray) -> np.ndarray:
+        """The number of points of ``sorted_x`` strictly between ``truth`` and each estimate."""
+        low, high = np.minimum(estimates, truth), np.maximum(estimates, truth)
+        between = np.searchsorted(sorted_x, high, side="left")
+        between -= np.searchsorted(sorted_x, low, side="right")
+        return np.maximum(between, 0)
+
+
+@dataclass(frozen=True)
+class Quantile(Statistic):
+    """The α-quantile ``x_(ceil(α·n))`` (module docstring)."""
+
+    alpha: float
+    kind: ClassVar[str] = "quantile"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alpha", check_alpha(self.alpha))
+
+    @classmethod
+    def from_config(cls, **options: Any) -> list[Statistic]:
+        """One quantile per ``alpha`` (a number or a list of numbers)."""
+        alphas = options.pop("alpha", None)
+        if options:
+            raise ValueError(f"quantile: unknown options {', '.join(sorted(options))}")
+        if not isinstance(alphas, list | tuple):
+            alphas = [alphas]
+        return [cls(alpha) for alpha in alphas]
+
+    @property
+    def id(self) -> str:
+        return f"quantile({self.alpha!r})"
+
+    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
+        if sorted_x.size == 0:
+            return float(lower)
+        return float(sorted_x[quantile_rank(sorted_x.size, self.alpha) - 1])
+
+    def mechanism_options(self) -> dict[str, Any]:
+        return {"alpha": self.alpha}
+
+
+@dataclass(frozen=True)
+class Median(Statistic):
+    """The lower median ``x_(ceil(n/2))`` (module docstring)."""
+
+    kind: ClassVar[str] = "median"
+
+    @property
+    def id(self) -> str:
+        return "median"
+
+    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
+        return lower_median(sorted_x, lower)
+
+
+MEDIAN = Median()
+"""The statistic of every sweep that names none."""
