@@ -59,6 +59,7 @@ def test_every_marked_number_is_in_a_marker_the_script_fills(numbers: ModuleType
         == {
             "figure2_table",
             "peers_table",
+            "quantiles_table",
         }
     )
 

@@ -6,6 +6,7 @@ Usage::
     duff-plot figure2 RESULTS_DIR [...]   # Figures 2 and 3 (Vertebral Column) and their table
     duff-plot bounds RESULTS_DIR [...]    # coverage of the theoretical error bounds
     duff-plot peers RESULTS_DIR [...]     # our mechanisms beside OpenDP's and diffprivlib's
+    duff-plot quantiles RESULTS_DIR [...] # every quantile mechanism against alpha
 
 ``duff-plot COMMAND --help`` lists a command's options; each command is a module
 of :mod:`experiments.reports` with ``add_arguments(parser)`` and ``command(args)``.
@@ -26,7 +27,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display: before any pyplot import below
 
-from experiments.reports import bounds_coverage, figure1, figure2, peers_table
+from experiments.reports import bounds_coverage, figure1, figure2, peers_table, quantiles
 from experiments.reports.selection import INPUT_ERRORS
 
 PROG = "duff-plot"
@@ -35,6 +36,7 @@ COMMANDS: dict[str, ModuleType] = {
     "figure2": figure2,
     "bounds": bounds_coverage,
     "peers": peers_table,
+    "quantiles": quantiles,
 }
 
 

@@ -37,6 +37,8 @@ from experiments.reports.readme_values import (
     peers_block,
     peers_numbers,
     plugin_numbers,
+    quantiles_block,
+    quantiles_numbers,
     sweep_numbers,
 )
 from experiments.reports.reference_tables import NumbersError
@@ -56,8 +58,13 @@ NUMBERS = (
     sweep_numbers,
     audit_numbers,
     baseline_numbers,
+    quantiles_numbers,
 )
-BLOCKS = {"figure2_table": figure2_block, "peers_table": peers_block}
+BLOCKS = {
+    "figure2_table": figure2_block,
+    "peers_table": peers_block,
+    "quantiles_table": quantiles_block,
+}
 
 
 def reference(root: Path = ROOT) -> tuple[Numbers, Numbers]:

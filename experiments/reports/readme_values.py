@@ -27,11 +27,11 @@ REFERENCE = (
     "figure1_replace_one/figure1_ratios.md figure1_plugin/figure1_ratios.md "
     "figure1_plugin/run.json figure1_bounds/bounds_coverage.md figure2/figure2_table.md "
     "figure2/run.json peers/peers_table.md peers/run.json audit/audit.json "
-    "figure1_replace_one/run.json"
+    "figure1_replace_one/run.json quantiles/quantiles_table.md"
 )
 SOURCES = tuple(f"results/reference/{name}" for name in REFERENCE.split())
 F1, F1_RUN, F1_STUDY, F1_NRS07, PLUGIN, PLUGIN_RUN = SOURCES[:6]
-BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT, F1_NRS07_RUN = SOURCES[6:]
+BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT, F1_NRS07_RUN, QUANTILES = SOURCES[6:]
 BASELINE, BENCH = "results/baselines/regression.csv", "benchmarks/results.md"
 SOURCES += (BASELINE, BENCH)
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -189,6 +189,30 @@ def peers_block(root: Path) -> str:
     columns[0][-1] = "ms per 50 estimates"
     align = ["---"] + ["---:"] * len(PEER_COLUMNS)
     return markdown_table(["ε", *PEER_COLUMNS], [*zip(*columns, strict=True)], align)
+
+
+def quantiles_block(root: Path) -> str:
+    """The README's quantiles table: the block ``duff-plot quantiles`` marks for it."""
+    text = (root / QUANTILES).read_text(encoding="utf-8")
+    start, end = "<!-- readme -->", "<!-- /readme -->"
+    if start not in text or end not in text:
+        raise NumbersError(f"{QUANTILES}: no {start} block (rerun duff-plot quantiles)")
+    return text.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def quantiles_numbers(root: Path) -> Numbers:
+    """Duff's largest margin where it wins, and the range of smooth sensitivity / Duff."""
+    cell = re.compile(r"(?P<best>[^|;]+), by (?P<margin>[\d.]+)×[^;]*; SS/Duff (?P<ss>[\d.]+)×")
+    found = [m.groupdict() for m in cell.finditer(quantiles_block(root))]
+    if not found:
+        raise NumbersError(f"{QUANTILES}: the README block has no cells")
+    duff = [float(m["margin"]) for m in found if m["best"].strip().startswith("Duff")]
+    ratios = [float(m["ss"]) for m in found]
+    return {
+        "quantiles.duff_margin": str(max(duff)),
+        "quantiles.ss_min": str(min(ratios)),
+        "quantiles.ss_max": str(max(ratios)),
+    }
 
 
 def peers_numbers(root: Path) -> Numbers:
