@@ -138,7 +138,7 @@ NEWCOMER_FILES = {
         """,
 }
 SWEEP = ["datasets=[heavy_tails,normal]", "mechanisms=[duff,half_midpoint]", "replicates=4"]
-SWEEP += ["trials=20", "epsilons=[0.5,2.0]", "n=101"]
+SWEEP += ["trials=20", "epsilons=[0.5,2.0]", "n=101", "statistics=[median]"]
 
 
 def test_a_newcomers_dataset_and_mechanism_run_plot_and_gate(installed, tmp_path) -> None:

@@ -121,7 +121,8 @@ def test_committed_baseline_covers_the_study_and_detects_a_30_percent_change(
 ) -> None:
     cells = baseline.reset_index()
     assert baseline["config_hash"].iloc[0] == plan.config_hash  # regenerate with --update
-    assert len(cells) == 3 * 7 * 3 and set(cells["dataset"]) == {"normal", "uniform", "beta"}
+    assert len(cells) == 3 * 2 * 7 * 3 and set(cells["dataset"]) == {"normal", "uniform", "beta"}
+    assert set(cells["statistic"]) == {"median", "quantile(0.1)"}  # a quantile cell per mechanism
     assert {m.name for m in plan.mechanisms} == STUDY
     assert set(cells["mechanism"]) == {m.label for m in plan.mechanisms}
     assert {0.1, 2.0} <= set(cells["epsilon"])
@@ -151,9 +152,9 @@ def test_tolerance_is_a_bonferroni_z_test_with_a_minimum_effect() -> None:
 def test_a_clean_run_passes(baseline, tmp_path) -> None:
     candidate = slice_run(tmp_path, "normal", ["quantile_em", "smooth_laplace_public"])
     report = regress.compare(baseline, candidate, require_all=False)
-    assert len(report.cells) == 2 * 3
+    assert len(report.cells) == 2 * 2 * 3  # mechanisms × statistics × ε
     assert report.passed, regress.render(report)
-    assert "regression gate PASSED: all 6 cells within tolerance" in regress.render(report)
+    assert "regression gate PASSED: all 12 cells within tolerance" in regress.render(report)
 
 
 def test_a_mechanism_run_at_half_epsilon_fails(baseline, tmp_path, monkeypatch) -> None:
@@ -175,7 +176,7 @@ def test_a_noise_mechanism_that_skips_output_clipping_fails(baseline, tmp_path, 
     )
     assert not report.passed
     assert (report.cells["verdict"] == "WORSE").all()
-    assert "regression gate FAILED: 3 of 3 cells (3 worse" in regress.render(report)
+    assert "regression gate FAILED: 6 of 6 cells (6 worse" in regress.render(report)
 
 
 # --------------------------------------------------------- candidate files, CLI
@@ -184,7 +185,7 @@ def test_a_noise_mechanism_that_skips_output_clipping_fails(baseline, tmp_path, 
 def test_one_cell_times_1_3_fails_and_a_copy_passes(baseline, plan, tmp_path, capsys):
     same = write_candidate(tmp_path / "same", baseline, plan)
     assert regress.main(["--candidate", str(same)]) == 0
-    assert "regression gate PASSED: all 63 cells" in capsys.readouterr().out
+    assert "regression gate PASSED: all 126 cells" in capsys.readouterr().out
 
     loosest = baseline["tolerance"].idxmax()
     for dataset, _, statistic, label, epsilon in [loosest, ("uniform", "", "median", "duff", 0.1)]:
@@ -192,7 +193,7 @@ def test_one_cell_times_1_3_fails_and_a_copy_passes(baseline, plan, tmp_path, ca
         worse = write_candidate(tmp_path / f"worse-{label}", baseline, plan, {cell: 1.3})
         assert regress.main(["--candidate", str(worse / "summary.csv")]) == 1
         out = capsys.readouterr().out
-        assert "FAILED: 1 of 63 cells (1 worse" in out
+        assert "FAILED: 1 of 126 cells (1 worse" in out
         row = next(line for line in out.splitlines() if "WORSE" in line).split()
         expected = [dataset, statistic, label, f"{epsilon:g}", *row[4:6], "1.300", *row[7:8]]
         assert row == [*expected, "WORSE"]
@@ -215,9 +216,9 @@ def test_exact_reproduction_is_reported(baseline, plan) -> None:
     nudged = cells.copy()
     nudged.loc[key, "mean_abs_error"] = np.nextafter(nudged.loc[key, "mean_abs_error"], 1.0)
     report = regress.compare(baseline, regress.Candidate(nudged, plan.config_hash))
-    assert report.passed and report.cells["identical"].sum() == 62
+    assert report.passed and report.cells["identical"].sum() == 125
     text = regress.render(report)
-    assert "cells that moved (1 of 63)" in text and "62/63 cells identical" in text
+    assert "cells that moved (1 of 126)" in text and "125/126 cells identical" in text
 
 
 def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_path, capsys):
@@ -232,7 +233,7 @@ def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_p
         1.5 * baseline.loc[("normal", "", "median", "duff", 0.1), "mean_abs_error"], rel=1e-12
     )
     assert regress.main(["--candidate", str(source), "--baseline", str(target)]) == 0
-    assert "63/63 cells identical" in capsys.readouterr().out
+    assert "126/126 cells identical" in capsys.readouterr().out
 
 
 def _input_error(args: list[str], capsys, match: str) -> str:
@@ -290,7 +291,7 @@ def test_input_errors_exit_2(baseline, plan, tmp_path, capsys) -> None:
     summary[summary["dataset"] != "beta"].to_csv(good / "summary.csv", index=False)
     datasets = [d for d in manifest["numbers"]["datasets"] if d["id"] != "beta"]
     _rewrite_run(good, manifest, {**manifest["numbers"], "datasets": datasets})
-    _input_error(["--candidate", str(good)], capsys, "lacks 21 of the baseline's 63 cells")
+    _input_error(["--candidate", str(good)], capsys, "lacks 42 of the baseline's 126 cells")
     # a broken baseline
     broken = tmp_path / "broken.csv"
     broken.write_text("dataset,mechanism\nnormal,duff\n")
