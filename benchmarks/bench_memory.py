@@ -39,7 +39,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 PROJECT_ROOT = HERE.parent
 MECHANISMS = (
-    "duff,quantile_em,smooth_cauchy,smooth_laplace,smooth_laplace_public,laplace_ln,"
+    "duff,quantile_em,smooth_cauchy,smooth_laplace_oracle,smooth_laplace_public,laplace_ln_oracle,"
     "laplace_ln_public,laplace_global,gaussian_global"
 )
 MB = 2**20

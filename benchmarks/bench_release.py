@@ -47,6 +47,13 @@ MECHANISMS: dict[str, tuple[str, dict[str, object]]] = {
     "laplace_ln_public": ("laplace_ln", {"tuning": "public"}),
     "laplace_global": ("laplace_global", {}),
     "gaussian_global": ("gaussian_global", {}),
+    "duff_q0.1": ("duff", {"alpha": 0.1}),
+    "duff_replace_one_q0.1": ("duff", {"alpha": 0.1, "neighbours": "replace_one"}),
+    "quantile_em_q0.1": ("quantile_em", {"alpha": 0.1}),
+    "smooth_cauchy_q0.1": ("smooth_cauchy", {"alpha": 0.1}),
+    "smooth_laplace_public_q0.1": ("smooth_laplace", {"tuning": "public", "alpha": 0.1}),
+    "laplace_ln_public_q0.1": ("laplace_ln", {"tuning": "public", "alpha": 0.1}),
+    "smooth_laplace_q0.1": ("smooth_laplace", {"tuning": "oracle", "alpha": 0.1}),
 }
 """Benchmark label -> (registry name, options), as in conf/mechanism/."""
 

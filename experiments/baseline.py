@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from experiments import results_reader
+from experiments import csv_tables, results_reader
 from experiments.results import RUN_FILE, SUMMARY_FILE, config_hash, write_text_atomic
 
 
@@ -206,16 +206,16 @@ def _consistent_se_log(baseline: pd.DataFrame) -> pd.Series:
     return pd.Series(same, index=baseline.index)
 
 
-BASELINE_SPEC = results_reader.TableSpec(
+BASELINE_SPEC = csv_tables.TableSpec(
     "a regression baseline", BASELINE_COLUMNS, floats=EXACT, ints=("replicates",)
 )
-BASELINE_CHECKS: tuple[results_reader.Check, ...] = (
-    results_reader.at_least("epsilon", strict=True),
+BASELINE_CHECKS: tuple[csv_tables.Check, ...] = (
+    csv_tables.at_least("epsilon", strict=True),
     ("replicates", "below 2 (no replicate SD)", lambda f: f["replicates"] >= 2),
-    results_reader.at_least("mean_abs_error", strict=True),
-    results_reader.at_least("replicate_sd"),
-    results_reader.at_least("se_log"),
-    results_reader.at_least("tolerance", strict=True),
+    csv_tables.at_least("mean_abs_error", strict=True),
+    csv_tables.at_least("replicate_sd"),
+    csv_tables.at_least("se_log"),
+    csv_tables.at_least("tolerance", strict=True),
     ("se_log", "not replicate_sd / (√replicates · mean_abs_error)", _consistent_se_log),
     ("tolerance", "not max(MIN_EFFECT, z·√2·se_log) over these cells", _consistent_tolerance),
     ("cell_hash", "empty", lambda f: f["cell_hash"] != ""),
@@ -235,8 +235,8 @@ def read_baseline(path: Path) -> pd.DataFrame:
         )
     remedy = "regenerate it with --update"
     try:
-        baseline = results_reader.parse_table(Path(path), BASELINE_SPEC)
-        results_reader.check_rows(baseline, BASELINE_CHECKS, Path(path))
+        baseline = csv_tables.parse_table(Path(path), BASELINE_SPEC)
+        csv_tables.check_rows(baseline, BASELINE_CHECKS, Path(path))
     except results_reader.ResultsError as err:
         raise GateInputError(f"baseline {err}; {remedy}") from None
     if baseline.empty or baseline["config_hash"].nunique() != 1:
