@@ -277,6 +277,7 @@ def test_a_plugin_gets_figure_rows_and_regression_cells(plugin_dir, tmp_path, ca
 
     sweep = [
         "mechanisms=[duff,{label:mine,_target_:user_plugin_uniform.Uniform}]",
+        "statistics=[median]",  # the gate's sweep adds a quantile, which Uniform does not estimate
         "datasets=[normal,uniform,beta]",
         "replicates=20",
         "trials=10",
