@@ -41,7 +41,7 @@ from experiments.metrics import METRICS, cdf_problem, error_metrics, estimates_p
 from experiments.plan import Settings, Unit
 from experiments.results import SUMMARY_COLUMNS, save_unit
 from experiments.seeding import noise_rng
-from mechanisms.base import bound_data
+from mechanisms.base import sorted_bounded
 
 MAX_STATUS = 300
 RELATIVE_SLACK = 1e-9
@@ -51,14 +51,6 @@ RELATIVE_SLACK = 1e-9
 class UnitTimeout(BaseException):
     """Raised inside a worker when its unit exceeds the time limit (not an ``Exception``,
     so a mechanism's ``except Exception`` cannot swallow it)."""
-
-
-def bounded_sorted(data: np.ndarray, lower: float, upper: float, bounding: str) -> np.ndarray:
-    """``data`` bounded to ``[lower, upper]`` by ``bounding`` (clip or drop), sorted."""
-    method = bounding if bounding in ("clip", "drop") else "clip"
-    bounded = bound_data(np.asarray(data, dtype=np.float64), lower, upper, method)
-    bounded.sort()
-    return bounded
 
 
 def guarantee_fields(guarantee: Any, epsilon: float, delta: float | None) -> dict[str, Any]:
@@ -130,7 +122,8 @@ def _cell(
         release = mechanism.release(data, (dataset.lower, dataset.upper))
         sample = release.sample(settings.trials, rng)
         seconds = time.perf_counter() - start
-        bounded = bounded_sorted(data, dataset.lower, dataset.upper, _bounding(mechanism))
+        x = np.asarray(data, dtype=np.float64)
+        bounded = sorted_bounded(x, dataset.lower, dataset.upper, _bounding(mechanism))
         truth = statistic.value(bounded, dataset.lower, dataset.upper)
         problem = _check_release(release, sample, truth, unit, settings)
         if problem is None:
@@ -149,8 +142,9 @@ def _cell(
 
 
 def _bounding(mechanism: object) -> str:
+    """The mechanism's public ``bounding`` option; ``clip`` unless it says ``drop``."""
     bounding = getattr(mechanism, "bounding", "clip")
-    return bounding if isinstance(bounding, str) else "clip"
+    return "drop" if isinstance(bounding, str) and bounding == "drop" else "clip"
 
 
 def _identity(unit: Unit, settings: Settings, n: int) -> dict[str, Any]:

@@ -160,6 +160,14 @@ def check_choice(value: str, choices: tuple[str, ...], name: str) -> str:
     return value
 
 
+NEIGHBOURS = tuple(member.value for member in Neighbouring)
+
+
+def check_neighbours(value: str) -> Neighbouring:
+    """The ``neighbours`` option, ``"add_remove"`` or ``"replace_one"``, as a Neighbouring."""
+    return Neighbouring(check_choice(value, NEIGHBOURS, "neighbours"))
+
+
 def check_data(data: object) -> np.ndarray:
     """Return ``data`` as a 1-D float64 array of finite real numbers (possibly empty).
 
@@ -262,6 +270,13 @@ def bound_data(x: np.ndarray, lower: float, upper: float, method: str) -> np.nda
     return x[(x >= lower) & (x <= upper)]
 
 
+def sorted_bounded(x: np.ndarray, lower: float, upper: float, method: str) -> np.ndarray:
+    """``x`` bounded to ``[lower, upper]`` (:func:`bound_data`), sorted; always a fresh array."""
+    bounded = bound_data(x, lower, upper, method)
+    bounded.sort()
+    return bounded
+
+
 def lower_median(sorted_x: np.ndarray, lower: float) -> float:
     """The lower median ``x_(ceil(n/2))`` of sorted data; ``lower`` for empty data."""
     if sorted_x.size == 0:
@@ -332,9 +347,7 @@ class Mechanism(ABC):
         """Bound ``data`` to ``bounds = (a, b)`` and return the output distribution."""
         x = check_data(data)
         lower, upper = check_bounds(bounds)
-        bounded = bound_data(x, lower, upper, self.bounding)  # always a fresh array
-        bounded.sort()
-        return self._release(bounded, lower, upper)
+        return self._release(sorted_bounded(x, lower, upper, self.bounding), lower, upper)
 
     @abstractmethod
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:

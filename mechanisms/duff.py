@@ -45,9 +45,15 @@ import numpy as np
 if TYPE_CHECKING:
     from mechanisms.error_bounds import Bound
 
-from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release, check_choice
+from mechanisms.base import (
+    Guarantee,
+    Mechanism,
+    Neighbouring,
+    Release,
+    check_choice,
+    check_neighbours,
+)
 from mechanisms.duff_utility import QuantileDistance
-from mechanisms.noise import check_neighbours
 from mechanisms.quantile_em import check_alpha
 from mechanisms.registry import register
 from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon

@@ -113,14 +113,14 @@ from mechanisms.base import (
     Mechanism,
     Neighbouring,
     Release,
-    bound_data,
     check_bounds,
     check_data,
     check_open_unit,
     check_real,
+    sorted_bounded,
 )
 from mechanisms.duff import gap_utility
-from mechanisms.quantile_em import quantile_rank, rank_distance, sensitivity, split_alpha_n
+from mechanisms.quantile_em import quantile_value, rank_distance, sensitivity, split_alpha_n
 from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
 
 DEFAULT_ETA = 0.05
@@ -226,11 +226,8 @@ def bounded_sorted(
     mechanism: Mechanism, data: object, bounds: object
 ) -> tuple[np.ndarray, float, float]:
     """``(sorted_x, a, b)``: the sorted bounded data ``mechanism.release`` works on."""
-    x = check_data(data)
     lower, upper = check_bounds(bounds)
-    bounded = bound_data(x, lower, upper, mechanism.bounding)
-    bounded.sort()
-    return bounded, lower, upper
+    return sorted_bounded(check_data(data), lower, upper, mechanism.bounding), lower, upper
 
 
 # ------------------------------------------------------------------------ Duff
@@ -437,7 +434,7 @@ def quantile_em_bound(
     )
     k = 2.0 * half
     lo, hi = rank_window(n, alpha, k)
-    true_value = float(lower) if n == 0 else float(sorted_x[quantile_rank(n, alpha) - 1])
+    true_value = quantile_value(sorted_x, alpha, lower)
     ends = (
         order_statistic(sorted_x, lo, lower, upper),
         order_statistic(sorted_x, hi, lower, upper),

@@ -38,15 +38,13 @@ from scipy import special
 
 from mechanisms.base import (
     Mechanism,
-    Neighbouring,
     Release,
-    check_choice,
+    check_neighbours,
     check_rng,
     check_size,
 )
-from mechanisms.quantile_em import check_alpha, quantile_rank
+from mechanisms.quantile_em import check_alpha, quantile_value
 
-NEIGHBOURS = tuple(member.value for member in Neighbouring)
 LOG_FLOAT_MAX = math.log(sys.float_info.max)
 """709.78: ``exp`` of anything larger overflows float64."""
 
@@ -119,11 +117,6 @@ class Scale:
         with np.errstate(over="ignore"):
             out = x / self.significand
             return np.ldexp(out, -self.exponent) if self.exponent else out
-
-
-def check_neighbours(value: str) -> Neighbouring:
-    """The ``neighbours`` option, ``"add_remove"`` or ``"replace_one"``, as a Neighbouring."""
-    return Neighbouring(check_choice(value, NEIGHBOURS, "neighbours"))
 
 
 def check_flag(value: object, name: str) -> bool:
@@ -319,6 +312,4 @@ class QuantileNoiseMechanism(NoiseMechanism):
 
     def quantile(self, sorted_x: np.ndarray, lower: float) -> float:
         """``x_(ceil(αn))`` of the sorted bounded data, ``lower`` if it is empty."""
-        if sorted_x.size == 0:
-            return float(lower)
-        return float(sorted_x[quantile_rank(sorted_x.size, self.alpha) - 1])
+        return quantile_value(sorted_x, self.alpha, lower)

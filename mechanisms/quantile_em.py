@@ -59,6 +59,7 @@ from mechanisms.base import (
     Neighbouring,
     Release,
     check_choice,
+    check_neighbours,
     check_open_unit,
 )
 from mechanisms.registry import register
@@ -66,8 +67,6 @@ from mechanisms.registry import register
 if TYPE_CHECKING:
     from mechanisms.error_bounds import Bound
 from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
-
-NEIGHBOURS = tuple(choice.value for choice in Neighbouring)
 
 
 def check_alpha(alpha: float) -> float:
@@ -112,6 +111,13 @@ def quantile_rank(n: int, alpha: float) -> int:
     return math.ceil(exact_alpha(alpha) * n)
 
 
+def quantile_value(sorted_x: np.ndarray, alpha: float, lower: float) -> float:
+    """The alpha-quantile ``x_(ceil(alpha·n))`` of sorted data; ``lower`` for empty data."""
+    if sorted_x.size == 0:
+        return float(lower)
+    return float(sorted_x[quantile_rank(sorted_x.size, alpha) - 1])
+
+
 @register
 class QuantileEM(Mechanism):
     """EM with the rank utility of eq. 2.2; ε-DP for the chosen neighbouring.
@@ -139,7 +145,7 @@ class QuantileEM(Mechanism):
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
         self.alpha = check_alpha(alpha)
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
-        self.neighbouring = Neighbouring(check_choice(neighbours, NEIGHBOURS, "neighbours"))
+        self.neighbouring = check_neighbours(neighbours)
         self.sensitivity = sensitivity(self.alpha, self.neighbouring)
 
     @property
@@ -167,7 +173,7 @@ class QuantileEM(Mechanism):
 
         whole, fraction = split_alpha_n(n, alpha)
         mode = whole + (fraction > 0.5)  # the gap index nearest to alpha·n
-        true_value = float(lower) if n == 0 else float(sorted_x[quantile_rank(n, alpha) - 1])
+        true_value = quantile_value(sorted_x, alpha, lower)
         return PiecewiseUniformRelease(
             sorted_x,
             lower,

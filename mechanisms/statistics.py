@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mechanisms.base import lower_median
-from mechanisms.quantile_em import check_alpha, quantile_rank
+from mechanisms.quantile_em import check_alpha, quantile_value
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,7 @@ class Quantile(Statistic):
         return f"quantile({self.alpha!r})"
 
     def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
-        if sorted_x.size == 0:
-            return float(lower)
-        return float(sorted_x[quantile_rank(sorted_x.size, self.alpha) - 1])
+        return quantile_value(sorted_x, self.alpha, lower)
 
     def mechanism_options(self) -> dict[str, Any]:
         return {"alpha": self.alpha}

@@ -12,7 +12,7 @@ import pytest
 from experiments.plan import ConfigError, build_plan
 from experiments.results_reader import load
 from experiments.run import run
-from experiments.unit import bounded_sorted
+from mechanisms.base import sorted_bounded
 from mechanisms.statistics import MEDIAN, Median, Quantile
 
 ALPHAS = (0.05, 0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.9, 0.95)
@@ -163,7 +163,7 @@ def test_the_sweep_computes_each_statistic_and_its_rank_error(tmp_path: Path) ->
     dataset = plan.datasets[0]
     for (_, row), sample in zip(summary.iterrows(), estimates, strict=True):
         data = dataset.data(5, row["replicate"])
-        values = bounded_sorted(data, dataset.lower, dataset.upper, "clip").tolist()
+        values = sorted_bounded(data, dataset.lower, dataset.upper, "clip").tolist()
         truth = brute_quantile(values, alphas[row["statistic"]], dataset.lower)
         assert row["true_value"] == truth
         ranks = [brute_rank_error(values, truth, float(e)) for e in sample]

@@ -42,14 +42,13 @@ import numpy as np
 
 from mechanisms.base import (
     Guarantee,
-    Neighbouring,
     Release,
-    check_choice,
+    check_neighbours,
     check_rng,
     check_size,
 )
 from mechanisms.peers import PeerMechanism, require
-from mechanisms.quantile_em import NEIGHBOURS, check_alpha, quantile_rank, sensitivity
+from mechanisms.quantile_em import check_alpha, quantile_value, sensitivity
 from mechanisms.registry import register
 from mechanisms.sampling import PiecewiseUniformRelease
 
@@ -73,9 +72,7 @@ class DiffprivlibRelease(Release):
             return -scale * np.abs(gaps - alpha_k)
 
         mode = min(max(math.floor(alpha_k + 0.5), 0), self.n)
-        self.true_value = (
-            self.lower if self.n == 0 else float(sorted_x[quantile_rank(self.n, alpha) - 1])
-        )
+        self.true_value = quantile_value(sorted_x, alpha, lower)
         self._exact = PiecewiseUniformRelease(
             sorted_x, lower, upper, log_score, mode=mode, true_value=self.true_value
         )
@@ -126,7 +123,7 @@ class DiffprivlibQuantile(PeerMechanism):
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
         require(self.library, self.name)
         self.alpha = check_alpha(alpha)
-        self.neighbouring = Neighbouring(check_choice(neighbours, NEIGHBOURS, "neighbours"))
+        self.neighbouring = check_neighbours(neighbours)
         # diffprivlib scores with Δu = 1: its ε is ours divided by our Δu.
         self.library_epsilon = self.epsilon / sensitivity(self.alpha, self.neighbouring)
 

@@ -70,7 +70,7 @@ from mechanisms.base import (
     check_size,
 )
 from mechanisms.peers import PeerMechanism, require
-from mechanisms.quantile_em import check_alpha, quantile_rank
+from mechanisms.quantile_em import check_alpha, quantile_value
 from mechanisms.registry import register
 
 SELECTIONS = ("permute_and_flip", "exponential")
@@ -139,9 +139,7 @@ class OpenDPRelease(Release):
     ) -> None:
         self.lower, self.upper, self.n = float(lower), float(upper), int(sorted_x.size)
         self.alpha, self.selection, self.candidates = alpha, selection, candidates
-        self.true_value = (
-            self.lower if self.n == 0 else float(sorted_x[quantile_rank(self.n, alpha) - 1])
-        )
+        self.true_value = quantile_value(sorted_x, alpha, lower)
         self._x, self._epsilon = sorted_x, epsilon
         self._cumulative: np.ndarray | None = None
         dp = require("opendp.prelude", OpenDPQuantile.name)
