@@ -140,6 +140,18 @@ def write_bytes_atomic(path: Path, content: bytes) -> None:
         raise
 
 
+def remove_temporaries(results_dir: Path) -> None:
+    """Delete the temporary files of unit writes that never finished.
+
+    A worker killed mid-write (by a crashing plug-in, a timeout or Ctrl-C; the
+    pool then stops its siblings too) leaves its ``.*.tmp`` behind; the unit
+    itself is rerun.  Call only with the results directory's lock held and no
+    worker running.
+    """
+    for stale in results_dir.glob(f"{UNITS_DIR}/**/.*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write UTF-8 ``text`` to ``path`` atomically."""
     write_bytes_atomic(path, text.encode("utf-8"))
@@ -227,8 +239,7 @@ def open_results_dir(results_dir: Path, digest: str, numbers: Mapping[str, Any])
     Leftover temporary files of an interrupted run are removed.
     """
     run_file = results_dir / RUN_FILE
-    for stale in results_dir.glob(f"{UNITS_DIR}/**/.*.tmp"):
-        stale.unlink(missing_ok=True)
+    remove_temporaries(results_dir)
     if run_file.exists():
         previous = _read_run_file(run_file)
         if previous["config_hash"] != digest:

@@ -70,12 +70,12 @@ from experiments.results import (
     ESTIMATES_FILE,
     RUN_FILE,
     SUMMARY_FILE,
-    UNITS_DIR,
     ResultsDirError,
     assemble,
     load_unit,
     lock_results_dir,
     open_results_dir,
+    remove_temporaries,
     save_unit,
     unit_path,
     write_json_atomic,
@@ -286,13 +286,13 @@ def _run_locked(
                 desc=str(config.get("name") or "units"),
             )
     except KeyboardInterrupt:
-        for stale in out.glob(f"{UNITS_DIR}/**/.*.tmp"):
-            stale.unlink(missing_ok=True)
+        remove_temporaries(out)
         saved = sum(path.exists() for path in paths)
         raise SweepInterrupted(
             f"interrupted: {saved} of {len(units)} units saved in {out}; "
             "rerun the same command to resume"
         ) from None
+    remove_temporaries(out)  # of workers killed mid-write while the pool recovered
     invocation["units_computed"] = len(todo)
     return _finish(plan, out, paths, manifest, invocation, time.perf_counter() - clock, digest)
 

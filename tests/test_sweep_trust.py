@@ -171,6 +171,26 @@ def test_workers_end_when_the_main_process_is_killed(tmp_path) -> None:
     assert not [w for w in alive if w.status() != psutil.STATUS_ZOMBIE]
 
 
+def test_a_writer_killed_mid_sweep_leaves_no_temporary(compose_config, tmp_path, monkeypatch):
+    """A worker killed while writing a unit (the pool stops every worker when one
+    dies) leaves ``.*.tmp``; the unit is rerun and the temporary removed."""
+    from experiments import run as run_module
+
+    results = tmp_path / "out"
+    execute = run_module._execute
+
+    def killed_writer(todo, *args, **kwargs):
+        unit_dir = todo[0][1].parent
+        unit_dir.mkdir(parents=True)
+        (unit_dir / f".{todo[0][1].name}.4242.0badc0de.tmp").write_bytes(b"half a unit")
+        execute(todo, *args, **kwargs)
+
+    monkeypatch.setattr(run_module, "_execute", killed_writer)
+    run(compose_config(tiny_overrides(), [LAPLACE]), results_dir=results)
+    assert set(read_summary(results)["status"]) == {"ok"}
+    assert not list(results.rglob("*.tmp"))
+
+
 # ----------------------------------------------------------------- corrupt inputs
 
 
