@@ -9,9 +9,20 @@ between the true median and the mechanism's estimate, |T(S) − M(S)|"):
 * ``rmse``           = sqrt(mean_t (M_t − T(S))²)
 * ``mean_error``     = mean_t (M_t − T(S))   (bias; clipping to [a, b] shows here)
 * ``mean_rank_error`` = mean_t #{data points strictly between T(S) and M_t}, for an
-  order statistic (the median, a quantile; NaN for a statistic without ranks):
-  the scale-free error of Gillenwater, Joseph & Kulesza, "Differentially private
-  quantiles" (ICML 2021), :meth:`mechanisms.statistics.Statistic.rank_errors`
+  order statistic (the median, a quantile; NaN for the mean and the mode, which
+  have no ranks): the scale-free error of Gillenwater, Joseph & Kulesza,
+  "Differentially private quantiles" (ICML 2021),
+  :meth:`mechanisms.statistics.Statistic.rank_errors`
+* ``answer_rate``    = the fraction of trials that returned an estimate rather than
+  "no result" (⊥: propose-test-release, the stability-based histogram); 1 for
+  every other mechanism.  Every other metric is over the answered trials only
+  (NaN when none answered).
+* ``hit_rate``       = the fraction of answers that are a true mode (count gap 0;
+  every value tied at the top count is one), and
+* ``mean_count_gap`` = mean_t (n_max − n_{M_t}), for the mode only (NaN otherwise;
+  :meth:`mechanisms.statistics.Statistic.count_gaps`).  For the mode the
+  |T(S) − M_t| columns measure distance in the integer order of the domain: read
+  them only where that order means something (Zipf ranks, rounded measurements).
 
 :func:`estimates_problem` checks a release's sample and :func:`cdf_problem` its
 ``cdf`` (on a few points, deterministically: it draws no random numbers).
@@ -23,32 +34,64 @@ import math
 
 import numpy as np
 
-METRICS = ("mean_abs_error", "sd_abs_error", "rmse", "mean_error", "mean_rank_error")
+METRICS = (
+    "mean_abs_error",
+    "sd_abs_error",
+    "rmse",
+    "mean_error",
+    "mean_rank_error",
+    "answer_rate",
+    "hit_rate",
+    "mean_count_gap",
+)
 
 
 def error_metrics(
-    estimates: np.ndarray, true_value: float, rank_errors: np.ndarray | None = None
+    estimates: np.ndarray,
+    true_value: float,
+    rank_errors: np.ndarray | None = None,
+    count_gaps: np.ndarray | None = None,
+    *,
+    trials: int | None = None,
 ) -> dict[str, float]:
-    """The metrics above for valid (finite, 1-D, non-empty) ``estimates`` and their rank
-    errors (None: the statistic has no ranks)."""
+    """The metrics above for the answered (finite, 1-D) ``estimates`` of ``trials`` trials
+    (default: all answered), their rank errors and their count gaps (None: the statistic
+    has none)."""
+    asked = estimates.size if trials is None else trials
+    metrics = dict.fromkeys(METRICS, math.nan)
+    metrics["answer_rate"] = estimates.size / asked if asked else math.nan
+    if estimates.size == 0:
+        return metrics
     errors = estimates - true_value
     absolute = np.abs(errors)
-    return {
-        "mean_abs_error": float(absolute.mean()),
-        "sd_abs_error": float(absolute.std(ddof=1)) if absolute.size > 1 else math.nan,
-        "rmse": float(np.sqrt(np.mean(errors * errors))),
-        "mean_error": float(errors.mean()),
-        "mean_rank_error": math.nan if rank_errors is None else float(rank_errors.mean()),
-    }
+    metrics.update(
+        mean_abs_error=float(absolute.mean()),
+        sd_abs_error=float(absolute.std(ddof=1)) if absolute.size > 1 else math.nan,
+        rmse=float(np.sqrt(np.mean(errors * errors))),
+        mean_error=float(errors.mean()),
+    )
+    if rank_errors is not None:
+        metrics["mean_rank_error"] = float(rank_errors.mean())
+    if count_gaps is not None:
+        metrics["mean_count_gap"] = float(count_gaps.mean())
+        metrics["hit_rate"] = float(np.count_nonzero(count_gaps == 0) / count_gaps.size)
+    return metrics
 
 
 def estimates_problem(
-    estimates: object, trials: int, lower: float, upper: float, *, clipped: bool = True
+    estimates: object,
+    trials: int,
+    lower: float,
+    upper: float,
+    *,
+    clipped: bool = True,
+    may_refuse: bool = False,
 ) -> str | None:
     """None if a release's output is usable, else a one-line description of what is wrong.
 
     Usable means: ``estimates`` is a float array of shape ``(trials,)``, all
-    finite and, when the release promises clipped output (``clipped``), all in
+    finite (or NaN, meaning ⊥, when the mechanism's class declares ``may_refuse``)
+    and, when the release promises clipped output (``clipped``), all in
     ``[lower, upper]``.
     """
     if not isinstance(estimates, np.ndarray):
@@ -57,7 +100,7 @@ def estimates_problem(
         return f"sample returned shape {estimates.shape}, expected ({trials},)"
     if not np.issubdtype(estimates.dtype, np.floating):
         return f"sample returned dtype {estimates.dtype}, expected a float dtype"
-    bad = int(np.count_nonzero(~np.isfinite(estimates)))
+    bad = int(np.count_nonzero(np.isinf(estimates) | (np.isnan(estimates) & (not may_refuse))))
     if bad:
         return f"{bad} of {trials} estimates are NaN or infinite"
     outside = int(np.count_nonzero((estimates < lower) | (estimates > upper)))
@@ -78,7 +121,9 @@ def cdf_problem(release: object, lower: float, upper: float, *, clipped: bool = 
     ``release.cdf`` is called once on ``CDF_POINTS`` evenly spaced points of
     ``[lower, upper]`` (both bounds included) and must return as many finite values
     in ``[0, 1]``, nondecreasing, each up to ``CDF_TOLERANCE``.  When the release
-    promises clipped output (``clipped``), the cdf at ``upper`` must be 1.  A cdf
+    promises clipped output (``clipped``), the cdf at ``upper`` must be
+    ``1 - release.refusal_probability`` (1 for a release that never answers ⊥), and
+    that probability must lie in ``[0, 1]``.  A cdf
     that raises ``NotImplementedError`` (a release that cannot compute its cdf) is
     not a problem.
     """
@@ -103,6 +148,21 @@ def cdf_problem(release: object, lower: float, upper: float, *, clipped: bool = 
         return f"cdf is outside [0, 1] {where}: {values.tolist()}"
     if (np.diff(values) < -CDF_TOLERANCE).any():
         return f"cdf decreases {where}: {values.tolist()}"
-    if clipped and values[-1] < 1 - CDF_TOLERANCE:
-        return f"cdf at the upper bound {upper:g} is {float(values[-1])!r}, not 1"
+    refusal = _refusal_probability(release)
+    if refusal is None:
+        return "refusal_probability is not a number in [0, 1]"
+    if clipped and abs(values[-1] - (1 - refusal)) > CDF_TOLERANCE:
+        return (
+            f"cdf at the upper bound {upper:g} is {float(values[-1])!r}, "
+            f"not 1 - refusal_probability = {1 - refusal!r}"
+        )
     return None
+
+
+def _refusal_probability(release: object) -> float | None:
+    """``release.refusal_probability`` (0 when absent), or None when it is not in [0, 1]."""
+    try:
+        value = float(getattr(release, "refusal_probability", 0.0))
+    except (TypeError, ValueError):
+        return None
+    return value if 0.0 <= value <= 1.0 else None

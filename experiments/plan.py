@@ -72,7 +72,7 @@ def _conf_dir() -> Path:
 
 CONF_DIR = _conf_dir()
 """The project's Hydra configs: ``conf/`` of the repository, ``experiments/conf`` installed."""
-FORMAT = 3
+FORMAT = 4
 """Version of the unit-file layout and seeding scheme; part of the config hash."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -111,7 +111,8 @@ class MechanismEntry:
         """The mechanism at ``(epsilon, delta)`` with this entry's options, estimating
         ``statistic``."""
         options = {**self.options, **statistic.mechanism_options()}
-        return mechanisms.configure(self.cls, epsilon=epsilon, delta=delta, **options)
+        cls = self.cls.for_statistic(statistic.kind)
+        return mechanisms.configure(cls, epsilon=epsilon, delta=delta, **options)
 
     def describe(self) -> dict[str, Any]:
         """The fields that determine this entry's numbers (``target`` only when set)."""

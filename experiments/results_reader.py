@@ -214,6 +214,26 @@ def _split_id(dataset_id: str) -> tuple[str, str]:
 SUMMARY_SPEC = TableSpec(
     "this harness's summary.csv", SUMMARY_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, BOOL_COLUMNS
 )
+ADDED_IN_FORMAT_4 = ("answer_rate", "hit_rate", "mean_count_gap")
+"""Columns that format 3 (before the mode, the mean and ⊥) did not write."""
+FORMAT_3_SPEC = TableSpec(
+    "a format-3 summary.csv",
+    tuple(c for c in SUMMARY_COLUMNS if c not in ADDED_IN_FORMAT_4),
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    BOOL_COLUMNS,
+)
+
+
+def _read_summary(path: Path, numbers: Mapping[str, Any]) -> pd.DataFrame:
+    """``summary.csv`` in the current layout; a format-3 file gains the columns it lacks
+    (every format-3 mechanism answered every trial and estimated no mode)."""
+    if numbers.get("format") != 3:
+        return parse_table(path, SUMMARY_SPEC)
+    summary = parse_table(path, FORMAT_3_SPEC)
+    summary["answer_rate"] = np.where(summary["status"] == "ok", 1.0, np.nan)
+    summary["hit_rate"] = summary["mean_count_gap"] = np.nan
+    return summary[["line", *SUMMARY_COLUMNS]]
 
 
 ROW_CHECKS: tuple[Check, ...] = (
@@ -232,11 +252,25 @@ ROW_CHECKS: tuple[Check, ...] = (
 
 OK_CHECKS: tuple[Check, ...] = (
     ("true_value", "not finite", lambda f: finite(f, "true_value")),
+    (
+        "answer_rate",
+        "not in [0, 1]",
+        lambda f: (f["answer_rate"] >= 0) & (f["answer_rate"] <= 1),
+    ),
+    (
+        "mean_abs_error",
+        "not NaN although no trial was answered",
+        lambda f: (f["answer_rate"] > 0) | f["mean_abs_error"].isna(),
+    ),
+)
+"""Checks of the rows with ``status == "ok"``."""
+
+ANSWERED_CHECKS: tuple[Check, ...] = (
     at_least("mean_abs_error"),
     at_least("rmse"),
     ("mean_error", "not finite", lambda f: finite(f, "mean_error")),
 )
-"""Checks of the rows with ``status == "ok"``: their errors are defined."""
+"""Checks of the ok rows with at least one answer (not ⊥): their errors are defined."""
 
 
 def check_cells(
@@ -333,10 +367,12 @@ def load(results_dir: Path, *, estimates: bool = False) -> Results:
     }
     mechanisms = plan_mechanisms(numbers, run_path, display_names)
     expected = expected_cells(numbers, list(mechanisms), run_path)
-    summary = parse_table(summary_path, SUMMARY_SPEC)
+    summary = _read_summary(summary_path, numbers)
     check_cells(summary, expected, mechanisms, summary_path)
     check_rows(summary, ROW_CHECKS, summary_path)
-    check_rows(summary.loc[summary["status"] == "ok"], OK_CHECKS, summary_path)
+    ok = summary.loc[summary["status"] == "ok"]
+    check_rows(ok, OK_CHECKS, summary_path)
+    check_rows(ok.loc[ok["answer_rate"] > 0], ANSWERED_CHECKS, summary_path)
     summary = summary.drop(columns="line")
     arrays = None
     if estimates:

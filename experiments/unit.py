@@ -85,12 +85,15 @@ def _outputs_clipped(release: object) -> bool:
 
 
 def _check_release(
-    release: Any, sample: object, truth: float, unit: Unit, settings: Settings
+    mechanism: object, release: Any, sample: object, truth: float, unit: Unit, settings: Settings
 ) -> str | None:
     """The first problem with a release's truth claim, sample or cdf, or None."""
     lower, upper = unit.dataset.lower, unit.dataset.upper
     clipped = _outputs_clipped(release)
-    problem = estimates_problem(sample, settings.trials, lower, upper, clipped=clipped)
+    may_refuse = getattr(type(mechanism), "may_refuse", False) is True
+    problem = estimates_problem(
+        sample, settings.trials, lower, upper, clipped=clipped, may_refuse=may_refuse
+    )
     if problem is not None:
         return problem
     claimed = getattr(release, "true_value", truth)
@@ -125,11 +128,18 @@ def _cell(
         x = np.asarray(data, dtype=np.float64)
         bounded = sorted_bounded(x, dataset.lower, dataset.upper, _bounding(mechanism))
         truth = statistic.value(bounded, dataset.lower, dataset.upper)
-        problem = _check_release(release, sample, truth, unit, settings)
+        problem = _check_release(mechanism, release, sample, truth, unit, settings)
         if problem is None:
             fields["true_value"] = truth
+            answered = sample[~np.isnan(sample)]  # NaN is ⊥ ("no result")
             fields.update(
-                error_metrics(sample, truth, statistic.rank_errors(bounded, truth, sample))
+                error_metrics(
+                    answered,
+                    truth,
+                    statistic.rank_errors(bounded, truth, answered),
+                    statistic.count_gaps(bounded, answered),
+                    trials=settings.trials,
+                )
             )
             estimates = sample
     except UnitTimeout:

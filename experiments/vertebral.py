@@ -218,8 +218,11 @@ class VertebralColumn(FixedDataset):
 
     Options of its config entry: ``path`` (the file; else the search above),
     ``url`` (the archive to download), ``measurements`` and ``classes`` (all by
-    default).  ``n`` and ``replicates`` of the sweep do not apply: each subset
-    is the data of its class, one replicate.
+    default), ``rounded`` (default False: each value rounded to the nearest
+    integer, half to even, with the bounds the rounded range: data for the mode,
+    whose domain is the integers of the bounds, :mod:`mechanisms.categorical`).
+    ``n`` and ``replicates`` of the sweep do not apply: each subset is the data
+    of its class, one replicate.
     """
 
     @classmethod
@@ -233,16 +236,20 @@ class VertebralColumn(FixedDataset):
         url: str | None = None,
         measurements: Sequence[str] | None = None,
         classes: Sequence[str] | None = None,
+        rounded: bool = False,
     ) -> list[VertebralColumn]:
         chosen = _names(name, measurements, VERTEBRAL_MEASUREMENTS, "measurements")
         labels = _names(name, classes, VERTEBRAL_CLASSES, "classes")
         data = load_vertebral(path, url or VERTEBRAL_URL)
         datasets = []
+        if not isinstance(rounded, bool):
+            raise DatasetError(f"dataset {name!r}: rounded must be true or false")
+        column = (lambda *key: np.rint(data.column(*key))) if rounded else data.column
         for measurement in chosen:
-            both = data.column(measurement)
+            both = column(measurement)
             bounds = (float(both.min()), float(both.max()))
             for label in labels:
-                values = data.column(measurement, label)
+                values = column(measurement, label)
                 subset = f"{measurement}/{label}"
                 datasets.append(cls.of_values(name, subset, values, bounds, data.source))
         return datasets

@@ -287,17 +287,30 @@ def lower_median(sorted_x: np.ndarray, lower: float) -> float:
 # ---------------------------------------------------------------------- interfaces
 
 
+def mean_value(sorted_x: np.ndarray, lower: float) -> float:
+    """The mean of bounded data, ``fsum(x) / n`` (the exactly rounded sum, so independent of
+    the order of the points); ``lower`` for empty data (the convention of this module)."""
+    if sorted_x.size == 0:
+        return float(lower)
+    return math.fsum(sorted_x.tolist()) / sorted_x.size
+
+
 class Release(ABC):
     """The output distribution of a mechanism on one bounded dataset.
 
     Attributes: ``lower``/``upper`` (the public bounds), ``n`` (size of the
-    bounded data) and ``true_value`` (the non-private lower median).
+    bounded data), ``true_value`` (the non-private statistic) and
+    ``refusal_probability``, the exact probability of the answer "no result" (⊥):
+    0 unless the mechanism's class sets ``may_refuse`` (propose-test-release, the
+    stability-based histogram).  A ⊥ is a NaN in :meth:`sample`'s output and is not
+    counted by :meth:`cdf`, so ``cdf(upper) = 1 - refusal_probability``.
     """
 
     lower: float
     upper: float
     n: int
     true_value: float
+    refusal_probability: float = 0.0
 
     @abstractmethod
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -321,8 +334,17 @@ class Mechanism(ABC):
     requires_delta: ClassVar[bool] = False
     neighbouring: Neighbouring = Neighbouring.ADD_REMOVE
     statistics: ClassVar[frozenset[str]] = frozenset({"median"})
-    """The statistics (:mod:`mechanisms.statistics` names) this class can estimate;
+    """The statistics (:mod:`mechanisms.statistics` kinds) this class can estimate;
     one that supports ``"quantile"`` takes an ``alpha`` option."""
+    may_refuse: ClassVar[bool] = False
+    """Whether a release may answer ⊥ (a NaN in its sample; :class:`Release`)."""
+
+    @classmethod
+    def for_statistic(cls, kind: str) -> type[Mechanism]:
+        """The class that estimates statistic ``kind`` for this one: itself, unless the
+        class names a family (``duff``: :class:`mechanisms.duff.Duff` for order statistics,
+        another class for the mode and the mean)."""
+        return cls
 
     def __init__(
         self, *, epsilon: float, delta: float | None = None, bounding: str = "clip"

@@ -20,12 +20,26 @@ Built-ins:
   *statistic of the sweep* only in that it passes ``alpha=0.5`` to the
   mechanism, so only quantile mechanisms accept it.
 
-Both are order statistics, so both have a **rank error**: the number of data
-points strictly between ``T(S)`` and an estimate ``M(S)``
-(Gillenwater, Joseph & Kulesza, "Differentially private quantiles", ICML 2021,
-whose code calls it the number of misclassified points), a scale-free error
-comparable across datasets.  It is 0 when ``M(S)`` lies in the same gap as, or
-on, ``T(S)``; points equal to either end are not counted.
+* :class:`Mean`, kind ``"mean"``: ``fsum(x) / n`` of the bounded data
+  (:func:`mechanisms.base.mean_value`; ``a`` for the empty dataset).
+* :class:`Mode`, kind ``"mode"``: the smallest most frequent value of the finite
+  domain ``Y = {a, ..., b}`` (:mod:`mechanisms.categorical`: bounded data rounded
+  to integers; ``a`` for the empty dataset).
+
+The median and the quantiles are order statistics, so both have a **rank
+error**: the number of data points strictly between ``T(S)`` and an estimate
+``M(S)`` (Gillenwater, Joseph & Kulesza, "Differentially private quantiles",
+ICML 2021, whose code calls it the number of misclassified points), a
+scale-free error comparable across datasets.  It is 0 when ``M(S)`` lies in the
+same gap as, or on, ``T(S)``; points equal to either end are not counted.  The
+mean has no rank error: it is not an order statistic, so the points between it
+and an estimate say nothing about how far the estimate is from being the mean
+(moving one point far away moves the mean without changing any rank).
+
+The mode's output is categorical, so its errors are counts: the **count gap**
+``n_max - n_{M(S)}`` (the Duff utility of the output, section 4.1) and whether
+it is 0, i.e. whether ``M(S)`` is *a* true mode; with ties at the top count,
+every tied value is a hit.
 """
 
 from __future__ import annotations
@@ -36,7 +50,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mechanisms.base import lower_median
+from mechanisms.base import lower_median, mean_value
+from mechanisms.categorical import count_of, domain_counts, mode_value
 from mechanisms.quantile_em import check_alpha, quantile_value
 
 
@@ -69,8 +84,25 @@ class Statistic(ABC):
         """What determines the numbers: the kind and the fields."""
         return {"kind": self.kind, **self.__dict__}
 
-    def rank_errors(self, sorted_x: np.ndarray, truth: float, estimates: np.ndarray) -> np.ndarray:
-        """The number of points of ``sorted_x`` strictly between ``truth`` and each estimate."""
+    def rank_errors(
+        self, sorted_x: np.ndarray, truth: float, estimates: np.ndarray
+    ) -> np.ndarray | None:
+        """The number of points of ``sorted_x`` strictly between ``truth`` and each estimate
+        (None for a statistic that is not an order statistic)."""
+        return None
+
+    def count_gaps(self, sorted_x: np.ndarray, estimates: np.ndarray) -> np.ndarray | None:
+        """``n_max - n_y`` for each estimate ``y`` of a categorical statistic (None for others)."""
+        return None
+
+
+@dataclass(frozen=True)
+class OrderStatistic(Statistic):
+    """A statistic that is one of the data points: it has a rank error."""
+
+    def rank_errors(
+        self, sorted_x: np.ndarray, truth: float, estimates: np.ndarray
+    ) -> np.ndarray | None:
         low, high = np.minimum(estimates, truth), np.maximum(estimates, truth)
         between = np.searchsorted(sorted_x, high, side="left")
         between -= np.searchsorted(sorted_x, low, side="right")
@@ -78,7 +110,7 @@ class Statistic(ABC):
 
 
 @dataclass(frozen=True)
-class Quantile(Statistic):
+class Quantile(OrderStatistic):
     """The α-quantile ``x_(ceil(α·n))`` (module docstring)."""
 
     alpha: float
@@ -109,7 +141,7 @@ class Quantile(Statistic):
 
 
 @dataclass(frozen=True)
-class Median(Statistic):
+class Median(OrderStatistic):
     """The lower median ``x_(ceil(n/2))`` (module docstring)."""
 
     kind: ClassVar[str] = "median"
@@ -120,6 +152,39 @@ class Median(Statistic):
 
     def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
         return lower_median(sorted_x, lower)
+
+
+@dataclass(frozen=True)
+class Mean(Statistic):
+    """The mean of the bounded data (module docstring)."""
+
+    kind: ClassVar[str] = "mean"
+
+    @property
+    def id(self) -> str:
+        return "mean"
+
+    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
+        return mean_value(sorted_x, lower)
+
+
+@dataclass(frozen=True)
+class Mode(Statistic):
+    """The smallest most frequent value of ``Y = {a, ..., b}`` (module docstring)."""
+
+    kind: ClassVar[str] = "mode"
+
+    @property
+    def id(self) -> str:
+        return "mode"
+
+    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
+        return mode_value(sorted_x, lower)
+
+    def count_gaps(self, sorted_x: np.ndarray, estimates: np.ndarray) -> np.ndarray | None:
+        _, counts = domain_counts(sorted_x)
+        top = int(counts.max()) if counts.size else 0
+        return top - count_of(sorted_x, estimates)
 
 
 MEDIAN = Median()

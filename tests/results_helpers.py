@@ -16,12 +16,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from experiments.plan import FORMAT
 from experiments.results import ESTIMATE_KEYS, SUMMARY_COLUMNS, config_hash
 from experiments.results_reader import SUMMARY_SPEC
 
 
 def default_value(column: str) -> object:
-    """A valid value of a ``summary.csv`` column: 0, 0.0, True or empty text."""
+    """A valid value of a ``summary.csv`` column: 1.0 for ``answer_rate``, else 0, 0.0, True
+    or empty text."""
+    if column == "answer_rate":
+        return 1.0
     if column in SUMMARY_SPEC.floats:
         return 0.0
     if column in SUMMARY_SPEC.ints:
@@ -70,7 +74,7 @@ def plan_numbers(
     ]
     epsilons = sorted({float(e) for e in summary["epsilon"]})
     trials = int(summary["trials"].max())
-    return {"format": 3, "seed": 1, "trials": trials, "epsilons": epsilons, "delta": "1/n"} | {
+    return {"format": FORMAT, "seed": 1, "trials": trials, "epsilons": epsilons, "delta": "1/n"} | {
         "datasets": entries,
         "statistics": statistics,
         "mechanisms": mechanisms,

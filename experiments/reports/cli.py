@@ -7,6 +7,7 @@ Usage::
     duff-plot bounds RESULTS_DIR [...]    # coverage of the theoretical error bounds
     duff-plot peers RESULTS_DIR [...]     # our mechanisms beside OpenDP's and diffprivlib's
     duff-plot quantiles RESULTS_DIR [...] # every quantile mechanism against alpha
+    duff-plot mode|mean|ptr RESULTS_DIR   # the studies of experiments.reports.study
 
 ``duff-plot COMMAND --help`` lists a command's options; each command is a module
 of :mod:`experiments.reports` with ``add_arguments(parser)`` and ``command(args)``.
@@ -21,22 +22,37 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+from typing import Protocol
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display: before any pyplot import below
 
-from experiments.reports import bounds_coverage, figure1, figure2, peers_table, quantiles
+from experiments.reports import bounds_coverage, figure1, figure2, peers_table, quantiles, study
 from experiments.reports.selection import INPUT_ERRORS
 
+
+class ReportCommand(Protocol):
+    """A report module (or a :class:`experiments.reports.study.Study`)."""
+
+    @property
+    def HELP(self) -> str: ...
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def command(self, args: argparse.Namespace) -> int: ...
+
+
 PROG = "duff-plot"
-COMMANDS: dict[str, ModuleType] = {
+COMMANDS: dict[str, ReportCommand] = {
     "figure1": figure1,
     "figure2": figure2,
     "bounds": bounds_coverage,
     "peers": peers_table,
     "quantiles": quantiles,
+    "mode": study.MODE,
+    "mean": study.MEAN,
+    "ptr": study.PTR,
 }
 
 
