@@ -90,6 +90,13 @@ class MechanismEntry:
     options: dict[str, Any] = field(default_factory=dict)
     target: str = ""
     """``package.module.ClassName`` of a ``_target_`` entry (empty for registry names)."""
+    statistics: tuple[str, ...] = ()
+    """The statistic kinds this entry runs on (the entry's ``statistics`` key; empty:
+    every statistic of the sweep), so one sweep can hold mechanisms of several statistics."""
+
+    def runs(self, statistic: Statistic) -> bool:
+        """Whether the sweep pairs this entry with ``statistic``."""
+        return not self.statistics or statistic.kind in self.statistics
 
     @property
     def name(self) -> str:
@@ -122,6 +129,8 @@ class MechanismEntry:
             "options": self.options,
             "takes_delta": self.takes_delta,
         }
+        if self.statistics:
+            fields["statistics"] = list(self.statistics)
         return {**fields, "target": self.target} if self.target else fields
 
 
@@ -171,6 +180,7 @@ class Plan:
             for replicate in range(dataset.replicates)
             for statistic in self.statistics
             for mechanism in self.mechanisms
+            if mechanism.runs(statistic)
         ]
 
     def numbers(self) -> dict[str, Any]:
@@ -239,7 +249,13 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DI
             except ValueError as err:
                 raise ConfigError(f"delta: {err} (dataset {dataset.id})") from None
     for mechanism in entries:
-        for statistic in statistics:
+        paired = [statistic for statistic in statistics if mechanism.runs(statistic)]
+        if not paired:
+            raise ConfigError(
+                f"mechanism {mechanism.label!r} runs on statistics of kind "
+                f"{', '.join(mechanism.statistics)}, and the sweep has none"
+            )
+        for statistic in paired:
             _check_supports(mechanism, statistic)
             _check_constructible(
                 mechanism, statistic, epsilons, deltas if mechanism.takes_delta else {None}
@@ -370,7 +386,8 @@ def load_target(target: str) -> type[mechanisms.Mechanism]:
 def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:
     """Check a mechanism entry against the registry (name, δ use) and build it."""
     label = entry["label"]
-    unknown = sorted(set(entry) - {"label", "name", "_target_", "options", "takes_delta"})
+    fields = {"label", "name", "_target_", "options", "takes_delta", "statistics"}
+    unknown = sorted(set(entry) - fields)
     if unknown:
         raise ConfigError(f"mechanism {label!r}: unknown fields {', '.join(unknown)}")
     target = entry.get("_target_", "")
@@ -405,7 +422,10 @@ def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:
             f"mechanism {label!r}: takes_delta is {takes_delta!r} but {name!r} has "
             f"requires_delta = {cls.requires_delta}"
         )
-    return MechanismEntry(label, cls, dict(options), target)
+    kinds = entry.get("statistics") or []
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        raise ConfigError(f"mechanism {label!r}: statistics must be a list of kinds, got {kinds!r}")
+    return MechanismEntry(label, cls, dict(options), target, tuple(kinds))
 
 
 # ----------------------------------------------------------------------- checks

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,8 @@ class MechanismInfo:
     takes_delta: bool
     display_name: str = ""
     """The name the class asks figures and tables to show (``""``: none given)."""
+    statistics: tuple[str, ...] = ()
+    """The statistic kinds the entry runs on (empty: all of the sweep's)."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,7 @@ def plan_mechanisms(
                 options=dict(entry.get("options") or {}),
                 takes_delta=bool(entry.get("takes_delta", False)),
                 display_name=str(display_names.get(entry["label"]) or ""),
+                statistics=tuple(_text(kind) for kind in entry.get("statistics") or ()),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ResultsError(f"{path}: numbers.mechanisms entry {entry!r} ({err!r})") from None
@@ -165,16 +168,20 @@ def plan_mechanisms(
     return entries
 
 
-def expected_cells(numbers: Mapping[str, Any], labels: Sequence[str], path: Path) -> pd.DataFrame:
-    """The rows the plan produces for mechanism ``labels`` (columns :data:`KEY`), in the
-    harness's order."""
+def expected_cells(
+    numbers: Mapping[str, Any], mechanisms: Mapping[str, MechanismInfo], path: Path
+) -> pd.DataFrame:
+    """The rows the plan produces for ``mechanisms`` (columns :data:`KEY`), in the
+    harness's order: each entry with the statistics it runs on."""
     try:
         epsilons = [float(e) for e in _list(numbers, "epsilons", path)]
         datasets = [
             (*_split_id(_text(d["id"])), int(d.get("replicates", 1)))
             for d in _list(numbers, "datasets", path)
         ]
-        statistics = [_text(s["id"]) for s in _list(numbers, "statistics", path)]
+        statistics = [
+            (_text(s["id"]), _text(s.get("kind", ""))) for s in _list(numbers, "statistics", path)
+        ]
     except (KeyError, TypeError, ValueError) as err:
         raise ResultsError(
             f"{path}: numbers.datasets / statistics / epsilons malformed ({err!r})"
@@ -183,8 +190,9 @@ def expected_cells(numbers: Mapping[str, Any], labels: Sequence[str], path: Path
         (dataset, subset, replicate, statistic, label, epsilon)
         for dataset, subset, replicates in datasets
         for replicate in range(replicates)
-        for statistic in statistics
-        for label in labels
+        for statistic, kind in statistics
+        for label, info in mechanisms.items()
+        if not info.statistics or kind in info.statistics
         for epsilon in epsilons
     ]
     return pd.DataFrame(rows, columns=list(KEY))
@@ -366,7 +374,7 @@ def load(results_dir: Path, *, estimates: bool = False) -> Results:
         if isinstance(m, dict)
     }
     mechanisms = plan_mechanisms(numbers, run_path, display_names)
-    expected = expected_cells(numbers, list(mechanisms), run_path)
+    expected = expected_cells(numbers, mechanisms, run_path)
     summary = _read_summary(summary_path, numbers)
     check_cells(summary, expected, mechanisms, summary_path)
     check_rows(summary, ROW_CHECKS, summary_path)
