@@ -2,8 +2,9 @@
 baseline file that stores them (see :mod:`experiments.regress` for the test itself).
 
 A *cell* is one (dataset, subset, statistic, mechanism label, ε); its error is the mean over
-the ``R`` replicates of the per-replicate ``mean_abs_error``,
-``m̄ = (1/R) Σ_r mean_abs_error_r`` (summed exactly, :func:`math.fsum`), with
+the ``R`` replicates of the per-replicate error ``e_r`` of its statistic
+(:data:`GATE_METRICS`: ``mean_abs_error``, or ``mean_count_gap`` for the mode, whose
+output is categorical), ``m̄ = (1/R) Σ_r e_r`` (summed exactly, :func:`math.fsum`), with
 ``SE(ln m̄) ≈ s / (√R · m̄)`` by the delta method (Casella & Berger, *Statistical
 Inference*, §5.5.4), ``s`` the replicate-to-replicate SD.  The baseline stores,
 per cell, ``m̄``, ``s``, ``R``, ``SE(ln m̄)``, the tolerance, the cell's config
@@ -42,17 +43,20 @@ ALPHA = 0.01
 MIN_EFFECT = math.log(1.1)
 """Smallest log-ratio that may fail a cell: a change of the error by less than 10% never does."""
 CELL = ("dataset", "subset", "statistic", "mechanism", "epsilon")
+GATE_METRICS = {"mode": "mean_count_gap"}
+"""The ``summary.csv`` column a cell's error is read from, by statistic kind (any other kind:
+``mean_abs_error``)."""
 BASELINE_COLUMNS = (
     *CELL,
     "replicates",
-    "mean_abs_error",
+    "error",
     "replicate_sd",
     "se_log",
     "tolerance",
     "cell_hash",
     "config_hash",
 )
-EXACT = ("epsilon", "mean_abs_error", "replicate_sd", "se_log", "tolerance")
+EXACT = ("epsilon", "error", "replicate_sd", "se_log", "tolerance")
 """Float columns of the baseline, parsed by :class:`float` (exact round trip)."""
 
 
@@ -123,6 +127,7 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
     (:func:`experiments.results_reader.load` checks it).
     """
     hashes = cell_hashes(numbers)
+    kinds = {str(s.get("id")): str(s.get("kind")) for s in numbers.get("statistics", [])}
     rows = []
     for (dataset, subset, statistic, label, epsilon), group in summary.groupby(
         list(CELL), sort=False
@@ -131,7 +136,8 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
         digest, replicates = hashes[(dataset_id, statistic, label, epsilon)]
         group = group.sort_values("replicate")
         ok = (group["status"] == "ok").to_numpy()
-        errors = group["mean_abs_error"].to_numpy()[ok]
+        errors = group[GATE_METRICS.get(kinds.get(statistic, ""), "mean_abs_error")]
+        errors = errors.to_numpy()[ok]
         failed = int(np.count_nonzero(~ok))
         mean = math.fsum(errors) / errors.size if errors.size else math.nan
         rows.append(
@@ -144,12 +150,12 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
                 "replicates": replicates,
                 "failed": failed,
                 "status_example": group["status"].to_numpy()[~ok][0] if failed else "",
-                "mean_abs_error": mean,
+                "error": mean,
                 "replicate_sd": float(np.std(errors, ddof=1)) if errors.size > 1 else math.nan,
                 "cell_hash": digest,
             }
         )
-    columns = [*CELL, "replicates", "failed", "status_example", "mean_abs_error"]
+    columns = [*CELL, "replicates", "failed", "status_example", "error"]
     table = pd.DataFrame(rows, columns=[*columns, "replicate_sd", "cell_hash"])
     return table.set_index(list(CELL)).sort_index()
 
@@ -168,7 +174,7 @@ def make_baseline(candidate: Candidate) -> pd.DataFrame:
     cells = candidate.cells
     if cells.empty:
         raise GateInputError("cannot write a baseline: the candidate has no cells")
-    bad = cells[(cells["failed"] > 0) | ~(cells["mean_abs_error"] > 0)]
+    bad = cells[(cells["failed"] > 0) | ~(cells["error"] > 0)]
     if len(bad):
         first = " / ".join(map(str, bad.index[0]))
         raise GateInputError(
@@ -179,7 +185,7 @@ def make_baseline(candidate: Candidate) -> pd.DataFrame:
         raise GateInputError("cannot write a baseline: every cell needs at least 2 replicates")
     baseline = cells.reset_index()
     baseline["se_log"] = baseline["replicate_sd"] / (
-        np.sqrt(baseline["replicates"]) * baseline["mean_abs_error"]
+        np.sqrt(baseline["replicates"]) * baseline["error"]
     )
     baseline["tolerance"] = tolerances(baseline["se_log"].to_numpy(), len(baseline))
     baseline["config_hash"] = candidate.config_hash
@@ -201,7 +207,7 @@ def _consistent_tolerance(baseline: pd.DataFrame) -> pd.Series:
 def _consistent_se_log(baseline: pd.DataFrame) -> pd.Series:
     """Which rows have ``se_log = s / (√R · m̄)`` (delta method, module docstring)."""
     root = np.sqrt(baseline["replicates"].to_numpy(dtype=np.float64))
-    expected = baseline["replicate_sd"] / (root * baseline["mean_abs_error"])
+    expected = baseline["replicate_sd"] / (root * baseline["error"])
     same = np.isclose(baseline["se_log"], expected, rtol=1e-12, atol=0.0)
     return pd.Series(same, index=baseline.index)
 
@@ -212,11 +218,11 @@ BASELINE_SPEC = csv_tables.TableSpec(
 BASELINE_CHECKS: tuple[csv_tables.Check, ...] = (
     csv_tables.at_least("epsilon", strict=True),
     ("replicates", "below 2 (no replicate SD)", lambda f: f["replicates"] >= 2),
-    csv_tables.at_least("mean_abs_error", strict=True),
+    csv_tables.at_least("error", strict=True),
     csv_tables.at_least("replicate_sd"),
     csv_tables.at_least("se_log"),
     csv_tables.at_least("tolerance", strict=True),
-    ("se_log", "not replicate_sd / (√replicates · mean_abs_error)", _consistent_se_log),
+    ("se_log", "not replicate_sd / (√replicates · error)", _consistent_se_log),
     ("tolerance", "not max(MIN_EFFECT, z·√2·se_log) over these cells", _consistent_tolerance),
     ("cell_hash", "empty", lambda f: f["cell_hash"] != ""),
 )

@@ -14,13 +14,15 @@ the same way (``--update`` once, then the check in their CI).
 
 The sweep is ``conf/experiment/regression.yaml`` (every mechanism of the study ×
 normal/uniform/beta × ε ∈ {0.1, 0.5, 2}, fixed seed).  A *cell* is one
-(dataset, subset, mechanism label, ε); its error is the mean over the ``R``
-replicates of the per-replicate ``mean_abs_error`` (:mod:`experiments.metrics`),
+(dataset, subset, statistic, mechanism label, ε); its error is the mean over the
+``R`` replicates of the per-replicate error ``e_r`` of its statistic
+(``mean_abs_error``; ``mean_count_gap`` for the mode: :mod:`experiments.metrics`,
+:data:`experiments.baseline.GATE_METRICS`),
 
-    m̄ = (1/R) Σ_r mean_abs_error_r        (summed exactly, :func:`math.fsum`).
+    m̄ = (1/R) Σ_r e_r        (summed exactly, :func:`math.fsum`).
 
 The baseline (``results/baselines/regression.csv``, one row per cell) stores
-``m̄``, the replicate-to-replicate SD ``s`` of ``mean_abs_error``, ``R``, the
+``m̄`` (column ``error``), the replicate-to-replicate SD ``s`` of ``e_r``, ``R``, the
 standard error of ``log m̄`` and the cell's tolerance, plus the hash of the
 sweep's config and of the cell's own config.
 
@@ -195,7 +197,7 @@ def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool =
             f"{baseline['config_hash'].iloc[0][:12]}. Use experiment={EXPERIMENT}, or "
             "rewrite the baseline with --update if the regression config changed on purpose"
         )
-    before, after = base["mean_abs_error"].to_numpy(), now["mean_abs_error"].to_numpy()
+    before, after = base["error"].to_numpy(), now["error"].to_numpy()
     failed = now["failed"].to_numpy() > 0
     ratio = np.where(failed, math.nan, after / before)
     with np.errstate(divide="ignore"):  # an error of exactly 0 gives log-ratio −inf

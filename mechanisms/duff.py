@@ -110,6 +110,9 @@ def utility(
 class Duff(Mechanism):
     """EM with the dataset-distance utility for the α-quantile; ε-DP for the chosen neighbouring.
 
+    The registered name ``duff`` stands for the whole family: a sweep pairing it with the
+    mode or the mean runs :meth:`for_statistic`'s class instead.
+
     Density on gap ``i``: ``∝ exp(ε·u/2)`` with ``u = -min{d(S, S') : T_α(S') = x}``
     and ``T_α(S) = x_(ceil(α·n))`` (Duff paper, Definition 8, Lemma 1 (Δu = 1),
     section 4.1), sampled exactly by
@@ -132,7 +135,17 @@ class Duff(Mechanism):
     """
 
     name = "duff"
-    statistics: ClassVar[frozenset[str]] = frozenset({"median", "quantile"})
+    statistics: ClassVar[frozenset[str]] = frozenset({"median", "quantile", "mode", "mean"})
+
+    @classmethod
+    def for_statistic(cls, kind: str) -> type[Mechanism]:
+        """The Duff family member for statistic ``kind``: this class for the median and the
+        quantiles, :class:`mechanisms.duff_mode.DuffMode` for the mode (section 4.1,
+        ``u = n_x - n_max``) and :class:`mechanisms.duff_mean.DuffMean` for the mean."""
+        from mechanisms.duff_mean import DuffMean  # they import the registry: not above
+        from mechanisms.duff_mode import DuffMode
+
+        return {"mode": DuffMode, "mean": DuffMean}.get(kind, cls)
 
     def __init__(
         self,

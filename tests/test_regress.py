@@ -81,7 +81,7 @@ def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> P
     rows = []
     for key, cell in baseline.iterrows():
         dataset, subset, statistic, label, epsilon = key
-        error = cell["mean_abs_error"] * factors.get((dataset, statistic, label, epsilon), 1.0)
+        error = cell["error"] * factors.get((dataset, statistic, label, epsilon), 1.0)
         for replicate in range(int(cell["replicates"])):
             rows.append(
                 {
@@ -98,6 +98,7 @@ def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> P
                     "epsilon": epsilon,
                     "trials": 50,
                     "mean_abs_error": error,
+                    "mean_count_gap": error,
                     "rmse": error,
                     "guarantee_epsilon": epsilon,
                     "rho": math.nan,
@@ -131,7 +132,7 @@ def test_committed_baseline_covers_the_study_and_detects_a_30_percent_change(
     np.testing.assert_allclose(cells["tolerance"], expected, rtol=1e-12)
     np.testing.assert_allclose(
         cells["se_log"],
-        cells["replicate_sd"] / (np.sqrt(cells["replicates"]) * cells["mean_abs_error"]),
+        cells["replicate_sd"] / (np.sqrt(cells["replicates"]) * cells["error"]),
         rtol=1e-12,
     )
     assert cells["tolerance"].min() >= gate_baseline.MIN_EFFECT
@@ -214,7 +215,7 @@ def test_exact_reproduction_is_reported(baseline, plan) -> None:
     assert regress.compare(baseline, candidate).cells["identical"].all()
     key = baseline.index[5]
     nudged = cells.copy()
-    nudged.loc[key, "mean_abs_error"] = np.nextafter(nudged.loc[key, "mean_abs_error"], 1.0)
+    nudged.loc[key, "error"] = np.nextafter(nudged.loc[key, "error"], 1.0)
     report = regress.compare(baseline, regress.Candidate(nudged, plan.config_hash))
     assert report.passed and report.cells["identical"].sum() == 125
     text = regress.render(report)
@@ -229,8 +230,8 @@ def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_p
     assert regress.main(["--update", "--candidate", str(source), "--baseline", str(target)]) == 0
     assert "wrote" in capsys.readouterr().out
     written = regress.read_baseline(target)
-    assert written.loc[("normal", "", "median", "duff", 0.1), "mean_abs_error"] == pytest.approx(
-        1.5 * baseline.loc[("normal", "", "median", "duff", 0.1), "mean_abs_error"], rel=1e-12
+    assert written.loc[("normal", "", "median", "duff", 0.1), "error"] == pytest.approx(
+        1.5 * baseline.loc[("normal", "", "median", "duff", 0.1), "error"], rel=1e-12
     )
     assert regress.main(["--candidate", str(source), "--baseline", str(target)]) == 0
     assert "126/126 cells identical" in capsys.readouterr().out
@@ -331,9 +332,9 @@ def test_a_truncated_candidate_is_an_input_error(baseline, plan, tmp_path, capsy
         ("tolerance", "nan", "nan is not a finite number > 0"),
         ("tolerance", "-0.1", "-0.1 is not a finite number > 0"),
         ("tolerance", "1e300", "not max(MIN_EFFECT, z·√2·se_log)"),
-        ("mean_abs_error", "inf", "inf is not a finite number > 0"),
+        ("error", "inf", "inf is not a finite number > 0"),
         ("replicate_sd", "", "nan is not a finite number >= 0"),
-        ("se_log", "0.5", "not replicate_sd / (√replicates · mean_abs_error)"),
+        ("se_log", "0.5", "not replicate_sd / (√replicates · error)"),
         ("epsilon", "-1", "-1.0 is not a finite number > 0"),
         ("replicates", "1", "1 is below 2"),
         ("replicates", "2.5", "'2.5' is not an integer"),

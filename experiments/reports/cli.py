@@ -8,6 +8,7 @@ Usage::
     duff-plot peers RESULTS_DIR [...]     # our mechanisms beside OpenDP's and diffprivlib's
     duff-plot quantiles RESULTS_DIR [...] # every quantile mechanism against alpha
     duff-plot mode|mean|ptr RESULTS_DIR   # the studies of experiments.reports.study
+    duff-plot trimmed-median RESULTS_DIR  # is the paper's LaplaceLN a trimmed mean?
 
 ``duff-plot COMMAND --help`` lists a command's options; each command is a module
 of :mod:`experiments.reports` with ``add_arguments(parser)`` and ``command(args)``.
@@ -28,7 +29,15 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display: before any pyplot import below
 
-from experiments.reports import bounds_coverage, figure1, figure2, peers_table, quantiles, study
+from experiments.reports import (
+    bounds_coverage,
+    figure1,
+    figure2,
+    peers_table,
+    quantiles,
+    study,
+    trimmed_mean_hypothesis,
+)
 from experiments.reports.selection import INPUT_ERRORS
 
 
@@ -53,6 +62,7 @@ COMMANDS: dict[str, ReportCommand] = {
     "mode": study.MODE,
     "mean": study.MEAN,
     "ptr": study.PTR,
+    "trimmed-median": trimmed_mean_hypothesis,
 }
 
 
