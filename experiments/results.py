@@ -97,6 +97,8 @@ SUMMARY_COLUMNS = (
     "answer_rate",
     "hit_rate",
     "mean_count_gap",
+    "coverage",
+    "mean_width",
     "seconds",
     "guarantee_epsilon",
     "guarantee_delta",
