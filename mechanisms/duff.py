@@ -145,7 +145,8 @@ class Duff(Mechanism):
         from mechanisms.duff_mean import DuffMean  # they import the registry: not above
         from mechanisms.duff_mode import DuffMode
 
-        return {"mode": DuffMode, "mean": DuffMean}.get(kind, cls)
+        family: dict[str, type[Mechanism]] = {"mode": DuffMode, "mean": DuffMean}
+        return family.get(kind, cls)
 
     def __init__(
         self,

@@ -30,6 +30,8 @@ BUILTIN_MODULES = (
     "mechanisms.smooth_laplace",
     "mechanisms.laplace_ln",
     "mechanisms.global_noise",
+    "mechanisms.duff_mean",
+    "mechanisms.mean_noise",
     "mechanisms.peers.opendp_quantile",
     "mechanisms.peers.diffprivlib_quantile",
 )
