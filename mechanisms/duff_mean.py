@@ -10,7 +10,8 @@ with at most ``n + 1`` levels, the nested intervals ``I_k = [L_k, U_k]`` of
 ``u = -k`` on ``I_k`` minus ``I_{k-1}``, two intervals per level.
 
 Sampling is by inversion over the pieces (default), or the paper's Algorithm 1
-(section 5, Proposition 5; ``sampler="racing"``): a race over the levels, ``P(K = k) ∝ exp(-ε·k/2)·λ(I_k minus I_{k-1})``, then a uniform point of
+(section 5, Proposition 5; ``sampler="racing"``): a race over the levels,
+``P(K = k) ∝ exp(-ε·k/2)·λ(I_k minus I_{k-1})``, then a uniform point of
 level ``K`` (:class:`mechanisms.racing.RacingSampler`).  The release is a
 :class:`mechanisms.sampling.PiecewiseUniformRelease` over the sorted end points
 ``[L_{K-1}, ..., L_1, U_1, ..., U_{K-1}]`` with the level of each piece as its

@@ -178,7 +178,11 @@ class StandardGaussian(StandardNoise):
 
 
 class AdditiveNoiseRelease(Release):
-    """The distribution of ``T + scale·Z``, clipped to ``[lower, upper]`` when ``clip``.
+    """The distribution of ``C + scale·Z``, clipped to ``[lower, upper]`` when ``clip``.
+
+    ``C`` is the ``centre`` the noise is added to: the statistic ``true_value`` itself,
+    unless the mechanism estimates it through another one (Bun & Steinke's trimmed
+    mean for the mean: ``centre`` the trimmed mean, ``true_value`` the mean).
 
     ``scale`` is a float or a :class:`Scale` (for scales beyond float64's range).
     ``parameters`` records the chosen mechanism parameters (``scale``, ``beta``,
@@ -197,9 +201,11 @@ class AdditiveNoiseRelease(Release):
         n: int,
         clip: bool,
         parameters: Mapping[str, float] | None = None,
+        centre: float | None = None,
     ) -> None:
         self.exact_scale = scale if isinstance(scale, Scale) else Scale(float(scale))
         self.true_value = float(true_value)
+        self.centre = self.true_value if centre is None else float(centre)
         self.noise = noise
         self.lower, self.upper = float(lower), float(upper)
         self.n = int(n)
@@ -230,15 +236,15 @@ class AdditiveNoiseRelease(Release):
         size = check_size(size)
         rng = check_rng(rng)
         with np.errstate(over="ignore"):  # ±inf beyond float64's range; the clip maps it to a, b
-            values = self.true_value + self._scale.times(self.noise.sample(size, rng))
+            values = self.centre + self._scale.times(self.noise.sample(size, rng))
         return np.clip(values, self.lower, self.upper) if self.clip else values
 
     def _noise_cdf(self, x: np.ndarray) -> np.ndarray:
-        """``P(T + scale·Z <= x)``."""
+        """``P(C + scale·Z <= x)``."""
         if self._scale.significand == 0.0:
-            return (x >= self.true_value).astype(np.float64)
+            return (x >= self.centre).astype(np.float64)
         with np.errstate(over="ignore"):  # a subnormal scale sends z to ±inf, the right limit
-            z = self._scale.divide(x - self.true_value)
+            z = self._scale.divide(x - self.centre)
         return self.noise.cdf(z)
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
@@ -280,10 +286,13 @@ class NoiseMechanism(Mechanism):
         scale: float | Scale,
         noise: StandardNoise,
         parameters: Mapping[str, float],
+        centre: float | None = None,
     ) -> AdditiveNoiseRelease:
-        """The release ``true_value + scale·noise`` with this mechanism's clipping."""
+        """The release ``centre + scale·noise`` (``centre``: ``true_value`` unless given) with
+        this mechanism's clipping."""
         return AdditiveNoiseRelease(
             true_value=true_value,
+            centre=centre,
             scale=scale,
             noise=noise,
             lower=lower,

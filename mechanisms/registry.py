@@ -32,6 +32,8 @@ BUILTIN_MODULES = (
     "mechanisms.global_noise",
     "mechanisms.duff_mean",
     "mechanisms.mean_noise",
+    "mechanisms.trimmed_mean_noise",
+    "mechanisms.ptr",
     "mechanisms.peers.opendp_quantile",
     "mechanisms.peers.diffprivlib_quantile",
 )
