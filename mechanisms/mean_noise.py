@@ -277,6 +277,7 @@ class LaplaceMean(MeanNoiseMechanism):
     """The Laplace mechanism for the mean: ε-DP (module docstring)."""
 
     name = "laplace_mean"
+    display_name = "Laplace mean"
     noise = StandardLaplace()
 
     def scale(self, epsilon: float, delta: float, sensitivity: float) -> Scale:
@@ -298,6 +299,7 @@ class GaussianMean(MeanNoiseMechanism):
     """The analytic Gaussian mechanism for the mean: (ε, δ)-DP (module docstring)."""
 
     name = "gaussian_mean"
+    display_name = "Gaussian mean (analytic)"
     requires_delta = True
     noise = StandardGaussian()
 

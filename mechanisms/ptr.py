@@ -180,6 +180,7 @@ class PTRMedian(Mechanism):
     """
 
     name = "ptr_median"
+    display_name = "PTR"
     requires_delta = True
     may_refuse: ClassVar[bool] = True
     neighbouring = Neighbouring.ADD_REMOVE

@@ -210,6 +210,7 @@ class TrimmedMeanLaplaceLN(TrimmedMeanNoise):
     """Trimmed mean + Laplace log-normal noise: ε_c²/2-zCDP (replace-one), reported as (ε', δ)."""
 
     name = "trimmed_mean_laplace_ln"
+    display_name = "Trimmed mean + LaplaceLN"
     requires_delta = True
 
     def __init__(
@@ -265,6 +266,7 @@ class TrimmedMeanStudentT(TrimmedMeanNoise):
     ``degrees_of_freedom`` (d > 0, default 3)."""
 
     name = "trimmed_mean_student_t"
+    display_name = "Trimmed mean + Student's t"
 
     def __init__(
         self,
