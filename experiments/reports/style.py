@@ -31,6 +31,7 @@ redrawing the same results gives the same files.
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -80,6 +81,28 @@ FAMILIES: tuple[Family, ...] = (
         smooth=True,
     ),
     Family("laplace_ln", "laplace_ln", "LaplaceLN", "#d62728", "v", tuned=True, smooth=True),
+    Family("ptr_median", "ptr_median", "PTR", "#e377c2", "X"),
+    Family("count_em", "count_em", "EM (counts)", "#17becf", "D"),
+    Family("permute_and_flip", "permute_and_flip", "Permute-and-flip", "#ff7f0e", "s"),
+    Family("report_noisy_max", "report_noisy_max", "Report noisy max", "#2ca02c", "^"),
+    Family("stability_histogram", "stability_histogram", "Stability histogram", "#d62728", "v"),
+    Family("laplace_mean", "laplace_mean", "Laplace mean", "#2ca02c", "^"),
+    Family("gaussian_mean", "gaussian_mean", "Gaussian mean (analytic)", "#8c564b", "P"),
+    Family(
+        "trimmed_mean_laplace_ln",
+        "trimmed_mean_laplace_ln",
+        "Trimmed mean + LaplaceLN",
+        "#d62728",
+        "v",
+        tuned=True,
+    ),
+    Family(
+        "trimmed_mean_student_t",
+        "trimmed_mean_student_t",
+        "Trimmed mean + Student's t",
+        "#ff7f0e",
+        "s",
+    ),
     Family(
         "laplace_ln_matched",
         "laplace_ln",
@@ -226,13 +249,23 @@ class Palette:
 
     kinds: Mapping[str, Kind]
 
+    @property
+    def shared_names(self) -> frozenset[str]:
+        """Names :func:`style_of` gives more than one label (told apart by the label)."""
+        names = [style_of(kind).name for kind in self.kinds.values()]
+        return frozenset(name for name in names if names.count(name) > 1)
+
     def kind(self, label: str) -> Kind:
         if label not in self.kinds:
             raise ValueError(f"label: {label!r} is not a mechanism of this run")
         return self.kinds[label]
 
     def style(self, label: str) -> Style:
-        return style_of(self.kind(label))
+        """:func:`style_of` the label's kind, the label appended to a name it shares."""
+        look = style_of(self.kind(label))
+        if look.name in self.shared_names:
+            look = dataclasses.replace(look, name=f"{look.name} [{label}]")
+        return look
 
     def name(self, label: str) -> str:
         """The name a reader sees for ``label`` (e.g. ``"duff"`` -> ``"Duff (EM)"``)."""
