@@ -34,6 +34,11 @@ BUILTIN_MODULES = (
     "mechanisms.mean_noise",
     "mechanisms.trimmed_mean_noise",
     "mechanisms.ptr",
+    "mechanisms.duff_mode",
+    "mechanisms.count_em",
+    "mechanisms.permute_and_flip",
+    "mechanisms.report_noisy_max",
+    "mechanisms.stability_histogram",
     "mechanisms.peers.opendp_quantile",
     "mechanisms.peers.diffprivlib_quantile",
 )

@@ -471,7 +471,7 @@ def test_options_guarantee_and_repr(neighbours):
     assert guarantee.neighbouring is Neighbouring(neighbours)
     assert guarantee.epsilon == 0.5 and guarantee.delta == 0.0 and guarantee.kind == "pure"
     assert ("Asi & Duchi" in guarantee.source) is (neighbours == "replace_one")
-    assert Duff.statistics == frozenset({"median", "quantile"})
+    assert Duff.statistics == frozenset({"median", "quantile", "mode", "mean"})
     suffix = ", neighbours='replace_one'" if neighbours == "replace_one" else ""
     assert repr(mechanism) == f"Duff(epsilon=0.5, alpha=0.25{suffix})"
     assert repr(Duff(epsilon=2.0)) == "Duff(epsilon=2)"

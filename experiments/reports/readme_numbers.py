@@ -34,12 +34,17 @@ from experiments.reports.readme_values import (
     figure1_numbers,
     figure2_block,
     figure2_numbers,
+    mean_block,
+    mode_block,
     peers_block,
     peers_numbers,
     plugin_numbers,
+    ptr_block,
     quantiles_block,
     quantiles_numbers,
+    studies_numbers,
     sweep_numbers,
+    trimmed_block,
 )
 from experiments.reports.reference_tables import NumbersError
 
@@ -59,11 +64,16 @@ NUMBERS = (
     audit_numbers,
     baseline_numbers,
     quantiles_numbers,
+    studies_numbers,
 )
 BLOCKS = {
     "figure2_table": figure2_block,
     "peers_table": peers_block,
     "quantiles_table": quantiles_block,
+    "mode_table": mode_block,
+    "mean_table": mean_block,
+    "ptr_table": ptr_block,
+    "trimmed_median_table": trimmed_block,
 }
 
 

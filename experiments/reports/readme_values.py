@@ -27,11 +27,13 @@ REFERENCE = (
     "figure1_replace_one/figure1_ratios.md figure1_plugin/figure1_ratios.md "
     "figure1_plugin/run.json figure1_bounds/bounds_coverage.md figure2/figure2_table.md "
     "figure2/run.json peers/peers_table.md peers/run.json audit/audit.json "
-    "figure1_replace_one/run.json quantiles/quantiles_table.md"
+    "figure1_replace_one/run.json quantiles/quantiles_table.md mode/mode_table.md "
+    "mean/mean_table.md ptr/ptr_table.md trimmed_mean_hypothesis/trimmed_median_table.md"
 )
 SOURCES = tuple(f"results/reference/{name}" for name in REFERENCE.split())
 F1, F1_RUN, F1_STUDY, F1_NRS07, PLUGIN, PLUGIN_RUN = SOURCES[:6]
-BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT, F1_NRS07_RUN, QUANTILES = SOURCES[6:]
+BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT, F1_NRS07_RUN, QUANTILES = SOURCES[6:14]
+MODE, MEAN, PTR, TRIMMED = SOURCES[14:]
 BASELINE, BENCH = "results/baselines/regression.csv", "benchmarks/results.md"
 SOURCES += (BASELINE, BENCH)
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -191,13 +193,59 @@ def peers_block(root: Path) -> str:
     return markdown_table(["ε", *PEER_COLUMNS], [*zip(*columns, strict=True)], align)
 
 
-def quantiles_block(root: Path) -> str:
-    """The README's quantiles table: the block ``duff-plot quantiles`` marks for it."""
-    text = (root / QUANTILES).read_text(encoding="utf-8")
+def marked_block(root: Path, path: str) -> str:
+    """The block of a ``duff-plot`` table between its ``<!-- readme -->`` markers."""
+    text = (root / path).read_text(encoding="utf-8")
     start, end = "<!-- readme -->", "<!-- /readme -->"
     if start not in text or end not in text:
-        raise NumbersError(f"{QUANTILES}: no {start} block (rerun duff-plot quantiles)")
+        raise NumbersError(f"{path}: no {start} block (rerun its duff-plot command)")
     return text.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def quantiles_block(root: Path) -> str:
+    """The README's quantiles table: the block ``duff-plot quantiles`` marks for it."""
+    return marked_block(root, QUANTILES)
+
+
+def mode_block(root: Path) -> str:
+    return marked_block(root, MODE)
+
+
+def mean_block(root: Path) -> str:
+    return marked_block(root, MEAN)
+
+
+def ptr_block(root: Path) -> str:
+    return marked_block(root, PTR)
+
+
+def trimmed_block(root: Path) -> str:
+    return marked_block(root, TRIMMED)
+
+
+def _row_ratios(block: str, name: str) -> list[float]:
+    """The ``…×`` numbers of the rows of a study block whose mechanism starts with ``name``."""
+    rows = [line for line in block.splitlines() if line.startswith(f"| {name}")]
+    return [float(x) for line in rows for x in re.findall(r"([\d.]+)×", line)]
+
+
+def studies_numbers(root: Path) -> Numbers:
+    """The ranges the README quotes from the mean, PTR and trimmed-mean tables."""
+    ptr = _row_ratios(ptr_block(root), "PTR")
+    answered = [float(x) for x in re.findall(r"answered (\d+)%", ptr_block(root))]
+    laplace = _row_ratios(mean_block(root), "Laplace mean")
+    trimmed = [line for line in trimmed_block(root).splitlines() if line.startswith("| ")]
+    ends = {row.split("|")[1].strip(): re.findall(r"([\d.]+)×", row) for row in trimmed[2:]}
+    return {
+        "ptr.ratio_min": sig(min(ptr), 2),
+        "ptr.ratio_max": sig(max(ptr), 3),
+        "ptr.answered_min": str(int(min(answered))),
+        "ptr.answered_max": str(int(max(answered))),
+        "mean.laplace_min": fixed(min(laplace), 2),
+        "mean.laplace_max": fixed(max(laplace), 2),
+        "trimmed.low": ends["0.1"][0],
+        "trimmed.high": ends["2"][0],
+    }
 
 
 def quantiles_numbers(root: Path) -> Numbers:
