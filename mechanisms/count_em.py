@@ -56,7 +56,6 @@ class CountEM(ModeMechanism):
     """
 
     name = "count_em"
-    display_name = "Exponential mechanism (counts)"
 
     def __init__(
         self,

@@ -203,6 +203,8 @@ def figure(results: results_reader.Results, study: Study, out: Path) -> list[Pat
         axis.set_xscale("log")
         if study.log_scale:
             axis.set_yscale("log")
+        else:  # a probability
+            axis.set_ylim(-0.03, 1.03)
         axis.set_title(style.dataset_title(dataset), fontsize=9)
         axis.set_xlabel("ε")
         axis.set_ylabel(study.what, fontsize=8)
