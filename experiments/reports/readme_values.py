@@ -234,8 +234,8 @@ def studies_numbers(root: Path) -> Numbers:
     ptr = _row_ratios(ptr_block(root), "PTR")
     answered = [float(x) for x in re.findall(r"answered (\d+)%", ptr_block(root))]
     laplace = _row_ratios(mean_block(root), "Laplace mean")
-    trimmed = [line for line in trimmed_block(root).splitlines() if line.startswith("| ")]
-    ends = {row.split("|")[1].strip(): re.findall(r"([\d.]+)×", row) for row in trimmed[2:]}
+    rows = [line.split("|") for line in trimmed_block(root).splitlines()]
+    ends = {row[1].strip(): re.findall(r"([\d.]+)×", "|".join(row)) for row in rows[2:]}
     return {
         "ptr.ratio_min": sig(min(ptr), 2),
         "ptr.ratio_max": sig(max(ptr), 3),
