@@ -60,6 +60,10 @@ def test_every_marked_number_is_in_a_marker_the_script_fills(numbers: ModuleType
             "figure2_table",
             "peers_table",
             "quantiles_table",
+            "mode_table",
+            "mean_table",
+            "ptr_table",
+            "trimmed_median_table",
         }
     )
 
