@@ -366,7 +366,17 @@ class Mechanism(ABC):
         """The privacy guarantee of every release of this mechanism."""
 
     def release(self, data: object, bounds: object) -> Release:
-        """Bound ``data`` to ``bounds = (a, b)`` and return the output distribution."""
+        """Bound ``data`` to ``bounds = (a, b)`` and return the output distribution.
+
+        ``bounding="drop"`` with replace-one neighbours is refused (a public choice):
+        dropping changes ``n``, so a replace-one pair of raw data can become an
+        add/remove pair of bounded data, which a replace-one guarantee does not cover.
+        """
+        if self.bounding == "drop" and self.neighbouring is Neighbouring.REPLACE_ONE:
+            raise ValueError(
+                f"bounding: {self.name} with replace-one neighbours needs bounding='clip' "
+                "(dropping points changes n, which replace-one guarantees hold fixed)"
+            )
         x = check_data(data)
         lower, upper = check_bounds(bounds)
         return self._release(sorted_bounded(x, lower, upper, self.bounding), lower, upper)

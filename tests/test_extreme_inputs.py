@@ -279,7 +279,10 @@ EMPTY_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "options"), EMPTY_CONFIGS)
+ADD_REMOVE_CONFIGS = [c for c in EMPTY_CONFIGS if c[1].get("neighbours") != "replace_one"]
+
+
+@pytest.mark.parametrize(("name", "options"), ADD_REMOVE_CONFIGS)
 def test_empty_data_releases_like_the_empty_dataset_after_drop(name, options):
     """Was ``data is empty`` while its neighbour [0.5] released: emptiness leaked."""
     mechanism = make(name, options, 1.0, 1e-3)
@@ -290,6 +293,16 @@ def test_empty_data_releases_like_the_empty_dataset_after_drop(name, options):
     np.testing.assert_array_equal(empty.cdf(points), dropped.cdf(points))
     check_release(empty, 0.0, 1.0)
     check_release(mechanism.release([0.5], (0.0, 1.0)), 0.0, 1.0)
+
+
+@pytest.mark.parametrize("name", ["duff", "quantile_em", "smooth_cauchy", "laplace_mean"])
+def test_drop_bounding_is_refused_under_replace_one_neighbours(name):
+    """Dropping changes n, so a replace-one guarantee would not cover the bounded data:
+    refused from the public options, whatever the data."""
+    mechanism = make(name, {"neighbours": "replace_one"}, 1.0, 1e-3, bounding="drop")
+    for data in ([], [0.5], [3.0, -1.0]):
+        with pytest.raises(ValueError, match=r"bounding: .* needs bounding='clip'"):
+            mechanism.release(data, (0.0, 1.0))
 
 
 @pytest.mark.parametrize(
