@@ -59,7 +59,7 @@ class Family:
     name: str
     colour: str
     marker: str
-    options: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, object] = field(default_factory=dict)
     """Option values that define the family (all must be recorded in run.json)."""
     tuned: bool = False
     """Has a private ("public") and a non-private ("oracle") tuning of its parameters."""
