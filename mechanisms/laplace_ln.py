@@ -239,6 +239,36 @@ def public_parameters(
     return optimal_parameters(reference_smooth_sensitivity(n, neighbouring), epsilon)
 
 
+def cdp_epsilon_of(name: str, epsilon: float, delta: float, target: str) -> float:
+    """The CDP parameter ``ε_c`` of LaplaceLN noise (ρ = ε_c²/2): ``epsilon`` itself
+    (``target="zcdp"``) or the one whose zCDP guarantee converts to exactly (ε, δ)-DP
+    (``"approx_dp"``, :func:`cdp_epsilon_for`); ``ValueError`` when ρ overflows float64."""
+    cdp_epsilon = epsilon if target == "zcdp" else cdp_epsilon_for(epsilon, delta)
+    if not cdp_epsilon <= MAX_CDP_EPSILON:
+        raise ValueError(
+            f"epsilon: {name}'s zCDP parameter rho = eps_c²/2 overflows float64 for a "
+            f"CDP epsilon eps_c above {MAX_CDP_EPSILON:.4g} (target={target!r}), "
+            f"got epsilon={epsilon!r}"
+        )
+    return cdp_epsilon
+
+
+def zcdp_guarantee(
+    cdp_epsilon: float, delta: float, neighbouring: Neighbouring, *, oracle: bool, source: str
+) -> Guarantee:
+    """ρ = ε_c²/2-zCDP reported as (ε', δ)-DP (:func:`zcdp_to_dp`); ``oracle`` (parameters
+    tuned on the private data) flags it as not covering the release."""
+    rho = 0.5 * cdp_epsilon**2
+    return Guarantee(
+        epsilon=zcdp_to_dp(rho, delta),
+        delta=delta,
+        neighbouring=neighbouring,
+        rho=rho,
+        data_dependent_tuning=oracle,
+        source=source,
+    )
+
+
 @register
 class LaplaceLogNormal(TunedNoiseMechanism):
     """``T(S) + SS_t/s · X e^{σY}``: ε_c²/2-zCDP, reported also as (ε', δ)-DP.
@@ -262,26 +292,15 @@ class LaplaceLogNormal(TunedNoiseMechanism):
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, **options)
         self.target = check_choice(target, TARGETS, "target")
-        if self.target == "zcdp":
-            self.cdp_epsilon = self.epsilon
-        else:
-            self.cdp_epsilon = cdp_epsilon_for(self.epsilon, self.required_delta)
-        if not self.cdp_epsilon <= MAX_CDP_EPSILON:
-            raise ValueError(
-                f"epsilon: laplace_ln's zCDP parameter rho = eps_c²/2 overflows float64 for a "
-                f"CDP epsilon eps_c above {MAX_CDP_EPSILON:.4g} (target={self.target!r}), "
-                f"got epsilon={epsilon!r}"
-            )
+        self.cdp_epsilon = cdp_epsilon_of(self.name, self.epsilon, self.required_delta, self.target)
 
     @property
     def guarantee(self) -> Guarantee:
-        rho = 0.5 * self.cdp_epsilon**2
-        return Guarantee(
-            epsilon=zcdp_to_dp(rho, self.required_delta),
-            delta=self.required_delta,
-            neighbouring=self.neighbouring,
-            rho=rho,
-            data_dependent_tuning=self.tuning == "oracle",
+        return zcdp_guarantee(
+            self.cdp_epsilon,
+            self.required_delta,
+            self.neighbouring,
+            oracle=self.tuning == "oracle",
             source="Bun & Steinke 2019, sec. 3.1 (LLN); zCDP => DP by Bun & Steinke 2016 Prop. 1.3",
         )
 

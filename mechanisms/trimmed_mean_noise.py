@@ -73,12 +73,11 @@ from mechanisms.base import (
     mean_value,
 )
 from mechanisms.laplace_ln import (
-    MAX_CDP_EPSILON,
     TARGETS,
     StandardLaplaceLogNormal,
-    cdp_epsilon_for,
+    cdp_epsilon_of,
     optimal_parameters,
-    zcdp_to_dp,
+    zcdp_guarantee,
 )
 from mechanisms.noise import NoiseMechanism, Scale, StandardNoise
 from mechanisms.registry import register
@@ -218,25 +217,15 @@ class TrimmedMeanLaplaceLN(TrimmedMeanNoise):
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, **options)
         self.target = check_choice(target, TARGETS, "target")
-        if self.target == "zcdp":
-            self.cdp_epsilon = self.epsilon
-        else:
-            self.cdp_epsilon = cdp_epsilon_for(self.epsilon, self.required_delta)
-        if not self.cdp_epsilon <= MAX_CDP_EPSILON:
-            raise ValueError(
-                f"epsilon: the zCDP parameter rho = eps_c²/2 overflows float64 above "
-                f"eps_c = {MAX_CDP_EPSILON:.4g}, got epsilon={epsilon!r}"
-            )
+        self.cdp_epsilon = cdp_epsilon_of(self.name, self.epsilon, self.required_delta, self.target)
 
     @property
     def guarantee(self) -> Guarantee:
-        rho = 0.5 * self.cdp_epsilon**2
-        return Guarantee(
-            epsilon=zcdp_to_dp(rho, self.required_delta),
-            delta=self.required_delta,
-            neighbouring=self.neighbouring,
-            rho=rho,
-            data_dependent_tuning=self.tuning == "oracle",
+        return zcdp_guarantee(
+            self.cdp_epsilon,
+            self.required_delta,
+            self.neighbouring,
+            oracle=self.tuning == "oracle",
             source="Bun & Steinke 2019: trimmed mean + LLN noise (sec. 3.1); zCDP => DP "
             "by Bun & Steinke 2016 Prop. 1.3",
         )
