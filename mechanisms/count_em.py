@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Neighbouring, check_choice
+from mechanisms.base import check_choice
 from mechanisms.mode_release import (
     SAMPLERS,
     ModeMechanism,
@@ -70,19 +70,13 @@ class CountEM(ModeMechanism):
         self.monotone = check_flag(monotone, "monotone")
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def source(self) -> str:
         analysis = (
             "monotone utility: exp(ε·n_y) (proof in mechanisms.count_em)"
             if self.monotone
             else "exp(ε·n_y/2), sensitivity 1"
         )
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=Neighbouring.ADD_REMOVE,
-            source=f"exponential mechanism (McSherry & Talwar) with u = n_y; {analysis}",
-        )
+        return f"exponential mechanism (McSherry & Talwar) with u = n_y; {analysis}"
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> ModeRelease:
         factor = 1.0 if self.monotone else 0.5

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Neighbouring, check_choice
+from mechanisms.base import check_choice
 from mechanisms.categorical import count_of, domain_counts
 from mechanisms.mode_release import SAMPLERS, ModeMechanism, ModeRelease, exponential_mechanism
 from mechanisms.registry import register
@@ -78,16 +78,10 @@ class DuffMode(ModeMechanism):
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=Neighbouring.ADD_REMOVE,
-            source=(
-                "Duff paper, section 4.1: exponential mechanism (Def. 7) with "
-                "u = n_y - n_max, sensitivity 1 (Lemma 1)"
-            ),
+    def source(self) -> str:
+        return (
+            "Duff paper, section 4.1: exponential mechanism (Def. 7) with "
+            "u = n_y - n_max, sensitivity 1 (Lemma 1)"
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> ModeRelease:

@@ -41,7 +41,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from mechanisms.base import (
+    Guarantee,
     Mechanism,
+    Neighbouring,
     Release,
     check_data,
     check_rng,
@@ -231,6 +233,20 @@ class ModeMechanism(Mechanism):
     """
 
     statistics: ClassVar[frozenset[str]] = frozenset({"mode"})
+
+    def source(self) -> str:
+        """The formula and reference of the guarantee (:attr:`guarantee`'s ``source``)."""
+        raise NotImplementedError
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """ε-DP for add/remove neighbours (a class with δ overrides this)."""
+        return Guarantee(
+            epsilon=self.epsilon,
+            delta=0.0,
+            neighbouring=Neighbouring.ADD_REMOVE,
+            source=self.source(),
+        )
 
     def release(self, data: object, bounds: object) -> ModeRelease:
         """Bound ``data`` to the domain of ``bounds = (a, b)`` and return the distribution."""

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Neighbouring
 from mechanisms.mode_release import ModeMechanism, ModeRelease, check_flag
 from mechanisms.registry import register
 from mechanisms.report_noisy_max import Noise, noise_scale, noisy_max_release
@@ -68,18 +67,12 @@ class PermuteAndFlip(ModeMechanism):
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
         self.monotone = check_flag(monotone, "monotone")
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def source(self) -> str:
         variant = "monotone quality, p = exp(ε(q - q*))" if self.monotone else "ε/(2Δ)"
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=Neighbouring.ADD_REMOVE,
-            source=(
-                "permute-and-flip (McKenna & Sheldon) with q = n_y, "
-                f"{variant}; sampled as report noisy max with exponential noise "
-                "(Ding et al. 2021)"
-            ),
+        return (
+            "permute-and-flip (McKenna & Sheldon) with q = n_y, "
+            f"{variant}; sampled as report noisy max with exponential noise "
+            "(Ding et al. 2021)"
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> ModeRelease:

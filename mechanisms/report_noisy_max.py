@@ -58,7 +58,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from mechanisms.base import Guarantee, Neighbouring
 from mechanisms.categorical import mode_value
 from mechanisms.mode_release import DomainLevels, LevelDraw, ModeMechanism, ModeRelease
 from mechanisms.registry import register
@@ -399,16 +398,10 @@ class ReportNoisyMax(ModeMechanism):
     name = "report_noisy_max"
     display_name = "Report noisy max"
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=Neighbouring.ADD_REMOVE,
-            source=(
-                "report noisy max with Lap(1/ε) on counts (Dwork & Roth, 'The Algorithmic "
-                "Foundations of Differential Privacy', Claim 3.9)"
-            ),
+    def source(self) -> str:
+        return (
+            "report noisy max with Lap(1/ε) on counts (Dwork & Roth, 'The Algorithmic "
+            "Foundations of Differential Privacy', Claim 3.9)"
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> ModeRelease:
