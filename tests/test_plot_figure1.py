@@ -667,3 +667,18 @@ def test_a_plugin_dataset_gets_its_own_panel_and_tables(tmp_path: Path) -> None:
     report = (results / "figure1_ratios.md").read_text(encoding="utf-8")
     ratios = report.split("## Ratio to Duff at every ε")[1].split("## Mean error")[0]
     assert ratios.index("**Beta(0.5, 0.5)**") < ratios.index("**contaminated**")
+
+
+def test_labels_that_share_a_name_are_told_apart() -> None:
+    """Two entries of one class that differ only in an option the look ignores (PTR's
+    refusal_target): the names carry the labels, and lines differ in tint and style."""
+    kinds = {
+        label: style.kind_of(_info(label, "ptr_median"), True, "add_remove")
+        for label in ("ptr_50", "ptr_10")
+    }
+    kinds["duff"] = style.kind_of(_info("duff", "duff"), True, "add_remove")
+    palette = style.Palette(kinds)
+    first, second = palette.style("ptr_10"), palette.style("ptr_50")
+    assert (first.name, second.name) == ("PTR [ptr_10]", "PTR [ptr_50]")
+    assert first.linestyle != second.linestyle and first.colour != second.colour
+    assert palette.style("duff").name == "Duff (EM)"

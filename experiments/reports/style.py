@@ -129,6 +129,8 @@ FALLBACK_COLOURS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393
 
 FALLBACK_MARKERS = ("P", "X", "*", "h", "<", ">", "p")
 
+SHARED_LINESTYLES = ("-", "--", ":", "-.")
+"""Line styles of labels whose mechanisms share a name (in label order)."""
 LINESTYLES = {(False, False): "-", (True, False): "--", (False, True): "-.", (True, True): ":"}
 """Line style by (public tuning, replace-one variant)."""
 
@@ -269,11 +271,19 @@ class Palette:
         return self.kinds[label]
 
     def style(self, label: str) -> Style:
-        """:func:`style_of` the label's kind, the label appended to a name it shares."""
+        """:func:`style_of` the label's kind; where labels share a name, each gets the label
+        appended and, in label order, a lighter tint and another line style."""
         look = style_of(self.kind(label))
-        if look.name in self.shared_names:
-            look = dataclasses.replace(look, name=f"{look.name} [{label}]")
-        return look
+        if look.name not in self.shared_names:
+            return look
+        twins = sorted(k for k in self.kinds if style_of(self.kinds[k]).name == look.name)
+        rank = twins.index(label)
+        return dataclasses.replace(
+            look,
+            name=f"{look.name} [{label}]",
+            colour=tint(look.colour, 0.6 * rank / len(twins)),
+            linestyle=SHARED_LINESTYLES[rank % len(SHARED_LINESTYLES)],
+        )
 
     def name(self, label: str) -> str:
         """The name a reader sees for ``label`` (e.g. ``"duff"`` -> ``"Duff (EM)"``)."""
