@@ -76,7 +76,7 @@ from mechanisms.base import (
 )
 from mechanisms.noise import AdditiveNoiseRelease, Scale, StandardLaplace, check_flag
 from mechanisms.registry import register
-from mechanisms.smooth_sensitivity import _order_statistics
+from mechanisms.smooth_sensitivity import order_statistics
 from mechanisms.tuning import EvenlySpaced
 
 DEFAULT_REFUSAL_TARGET = 0.5
@@ -88,8 +88,8 @@ def instability_gaps(sorted_x: np.ndarray, lower: float, upper: float, k: np.nda
     the lower median within ``k`` additions/removals (padded order statistics)."""
     n = sorted_x.size
     k = np.asarray(k, dtype=np.int64)
-    high = _order_statistics(sorted_x, (n + k) // 2 + 1, lower, upper)
-    return high - _order_statistics(sorted_x, (n - k) // 2, lower, upper)
+    high = order_statistics(sorted_x, (n + k) // 2 + 1, lower, upper)
+    return high - order_statistics(sorted_x, (n - k) // 2, lower, upper)
 
 
 def instability_distance(

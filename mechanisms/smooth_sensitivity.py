@@ -123,7 +123,9 @@ def _log_positive(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _order_statistics(sorted_x: np.ndarray, ranks: np.ndarray, lower: float, upper: float):
+def order_statistics(
+    sorted_x: np.ndarray, ranks: np.ndarray, lower: float, upper: float
+) -> np.ndarray:
     """``x_rank`` for 1-based ranks, padded with ``lower`` below 1 and ``upper`` above n."""
     n = sorted_x.size
     if n == 0:
@@ -146,7 +148,7 @@ def _concatenated_ranges(
     return segment, values, offsets
 
 
-def _monotone_max(
+def monotone_max(
     window: np.ndarray,
     row_cost: np.ndarray,
     col_cost: np.ndarray,
@@ -274,7 +276,7 @@ class QuantileSmoothSensitivity:
             self.local_sensitivity = float(np.max(self._y(gaps + 1) - self._y(gaps)))
 
     def _at(self, ranks: np.ndarray) -> np.ndarray:
-        return _order_statistics(self._x, ranks, self._lower, self._upper)
+        return order_statistics(self._x, ranks, self._lower, self._upper)
 
     # ------------------------------------------------------------ median, add/remove
 
@@ -376,7 +378,7 @@ class QuantileSmoothSensitivity:
         ranks = np.arange(lo, hi + 1)
         row_cost = np.zeros(ranks.size, dtype=np.int64)
         row_cost[:-1] = -n - 2 - (rows - f)
-        seconds = _monotone_max(
+        seconds = monotone_max(
             self._y(ranks), row_cost, 2 * ranks, (row_lo, row_hi, col_lo, col_hi), beta
         )
         return max(float(firsts.max(initial=-np.inf)), seconds)
@@ -411,7 +413,7 @@ class QuantileSmoothSensitivity:
             ranks = np.arange(first, stop + 1)
             pos = ranks - first
             rectangle = (np.array([0]), np.array([r - first]), np.array([r - first]), pos[-1:])
-            best = _monotone_max(self._at(ranks), -pos - 1, pos, rectangle, beta)
+            best = monotone_max(self._at(ranks), -pos - 1, pos, rectangle, beta)
             # a pair reaching outside the window spans more than `half` ranks
             if (first == 0 and stop == n + 1) or self._log_range - beta * half <= best:
                 return best

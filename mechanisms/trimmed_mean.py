@@ -59,7 +59,7 @@ import numpy as np
 
 from mechanisms.base import check_integer, check_real
 from mechanisms.quantile_em import exact_alpha
-from mechanisms.smooth_sensitivity import _monotone_max, _order_statistics
+from mechanisms.smooth_sensitivity import monotone_max, order_statistics
 from mechanisms.tuning import EvenlySpaced
 
 MAX_TRIM_FRACTION = 0.5
@@ -115,7 +115,7 @@ class TrimmedMeanSmoothSensitivity:
         self.local_sensitivity = float(max(near[3] - near[1], near[2] - near[0]) / count)
 
     def _at(self, ranks: np.ndarray) -> np.ndarray:
-        return _order_statistics(self._x, ranks, self._lower, self._upper)
+        return order_statistics(self._x, ranks, self._lower, self._upper)
 
     def _log_window(self, width: int, beta: float) -> float:
         """``log max (x_j - x_i) e^{-β(j - i - N)}`` over the pairs within ``width`` of the window:
@@ -138,7 +138,7 @@ class TrimmedMeanSmoothSensitivity:
         )
         cells = cells[cells[:, 2] <= cells[:, 3]]  # row m + 1 needs a column j >= n - m + 1
         rectangles = (cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3])
-        return _monotone_max(values, row_cost, col_cost, rectangles, beta)
+        return monotone_max(values, row_cost, col_cost, rectangles, beta)
 
     def _log_one(self, beta: float) -> float:
         width = self._FIRST_WINDOW
