@@ -66,6 +66,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from filelock import FileLock, Timeout
 
+from experiments.metrics import METRICS
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -89,16 +91,7 @@ SUMMARY_COLUMNS = (
     "delta",
     "trials",
     "true_value",
-    "mean_abs_error",
-    "sd_abs_error",
-    "rmse",
-    "mean_error",
-    "mean_rank_error",
-    "answer_rate",
-    "hit_rate",
-    "mean_count_gap",
-    "coverage",
-    "mean_width",
+    *METRICS,
     "seconds",
     "guarantee_epsilon",
     "guarantee_delta",

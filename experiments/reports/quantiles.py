@@ -177,16 +177,7 @@ def figure(results: results_reader.Results, out: Path) -> list[Path]:
         ):
             axis = axes[row][column]
             for label in sorted(errors.columns, key=palette.sort_key):
-                look = palette.style(label)
-                series = errors.loc[epsilon, label]
-                axis.plot(
-                    series.index,
-                    series.to_numpy(),
-                    color=look.colour,
-                    linestyle=look.linestyle,
-                    marker=look.marker,
-                    label=look.name,
-                )
+                style.plot_line(axis, errors.loc[epsilon, label], palette.style(label))
             axis.set_yscale("log")
             axis.set_xlabel("α")
             axis.set_title(f"ε = {epsilon:g}", fontsize=9)

@@ -190,16 +190,7 @@ def figure(results: results_reader.Results, study: Study, out: Path) -> list[Pat
         for label in sorted(
             set(of_dataset.index.get_level_values("mechanism")), key=palette.sort_key
         ):
-            look = palette.style(label)
-            series = of_dataset.xs(label)
-            axis.plot(
-                series.index,
-                series.to_numpy(),
-                color=look.colour,
-                linestyle=look.linestyle,
-                marker=look.marker,
-                label=look.name,
-            )
+            style.plot_line(axis, of_dataset.xs(label), palette.style(label))
         axis.set_xscale("log")
         if study.log_scale:
             axis.set_yscale("log")

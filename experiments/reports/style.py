@@ -39,6 +39,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 
@@ -313,6 +315,18 @@ def palette(results: Results) -> Palette:
         neighbouring = str(rows["neighbouring"].iloc[0]) if len(rows) else None
         kinds[label] = kind_of(info, private, neighbouring)
     return Palette(kinds)
+
+
+def plot_line(axis: Axes, series: pd.Series, look: Style) -> None:
+    """Draw ``series`` (values against its index) on ``axis`` in ``look``, labelled by name."""
+    axis.plot(
+        series.index,
+        series.to_numpy(),
+        color=look.colour,
+        linestyle=look.linestyle,
+        marker=look.marker,
+        label=look.name,
+    )
 
 
 def dataset_title(dataset: str) -> str:
