@@ -152,3 +152,37 @@ def test_rounded_vertebral_data_lie_on_their_integer_domain() -> None:
         assert np.array_equal(x, np.rint(raw.data(0, 0)))
         check_domain(rounded.bounds)
         assert rounded.lower <= x.min() and x.max() <= rounded.upper
+
+
+def largest_mode(sorted_x: np.ndarray, lower: float) -> float:
+    """A planted bug: the *largest* most frequent value."""
+    values, counts = domain_counts(sorted_x)
+    if values.size == 0:
+        return float(lower)
+    return float(values[counts == counts.max()][-1])
+
+
+def unrounded_counts(sorted_x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """A planted bug: counts of the raw values, not of the values rounded into Y."""
+    return np.searchsorted(sorted_x, y, side="right") - np.searchsorted(sorted_x, y)
+
+
+@pytest.mark.parametrize(
+    ("mode", "counts", "caught"),
+    [
+        (mode_value, count_of, False),
+        (largest_mode, count_of, True),
+        (mode_value, unrounded_counts, True),
+    ],
+)
+def test_the_brute_force_checks_catch_planted_bugs(mode, counts, caught) -> None:
+    grid = np.arange(0.0, 7.0)
+    mismatches = 0
+    for values in integer_datasets():
+        brute = brute_counts(values)
+        top = max(brute.values(), default=0)
+        expected = min((y for y, c in brute.items() if c == top), default=0.0)
+        x = np.asarray(values)
+        mismatches += mode(x, 0.0) != expected
+        mismatches += counts(x, grid).tolist() != [brute.get(y, 0) for y in grid]
+    assert (mismatches > 0) is caught
