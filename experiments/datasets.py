@@ -34,12 +34,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from experiments.seeding import data_rng
 from experiments.targets import import_class
@@ -62,20 +61,6 @@ DISTRIBUTIONS = (
 )
 ENTRY_FIELDS = {"name", "_target_", "options"}
 _IDENTITY = ("name", "subset", "lower", "upper", "replicates", "source")
-
-
-SCIPY_LAWS: dict[str, Callable[[dict[str, float]], Any]] = {
-    "normal": lambda p: stats.norm(p.get("loc", 0.0), p.get("scale", 1.0)),
-    "uniform": lambda p: stats.uniform(p.get("low", 0.0), p.get("high", 1.0) - p.get("low", 0.0)),
-    "beta": lambda p: stats.beta(p["a"], p["b"]),
-    "laplace": lambda p: stats.laplace(p.get("loc", 0.0), p.get("scale", 1.0)),
-    "logistic": lambda p: stats.logistic(p.get("loc", 0.0), p.get("scale", 1.0)),
-    "standard_cauchy": lambda p: stats.cauchy(),
-    "standard_t": lambda p: stats.t(p["df"]),
-    "exponential": lambda p: stats.expon(scale=p.get("scale", 1.0)),
-}
-"""The ``scipy.stats`` law of each ``numpy.random.Generator`` method with the same parameters
-(numpy's argument names and defaults), for the population quantiles."""
 
 
 class DatasetError(ValueError):
@@ -115,11 +100,6 @@ class Dataset(ABC):
     @abstractmethod
     def data(self, seed: int, replicate: int) -> np.ndarray:
         """Replicate ``replicate`` of this dataset (a fresh 1-D float array)."""
-
-    def population_quantile(self, alpha: float) -> float | None:
-        """The α-quantile of the law the replicates are drawn from, after bounding to
-        ``[lower, upper]`` (None: the data are not i.i.d. draws of a known law)."""
-        return None
 
     def rng(self, seed: int, replicate: int) -> np.random.Generator:
         """The generator of replicate ``replicate`` (keyed on the dataset's id, see seeding)."""
@@ -168,15 +148,6 @@ class SyntheticDataset(Dataset):
     def data(self, seed: int, replicate: int) -> np.ndarray:
         draw = getattr(self.rng(seed, replicate), self.distribution)
         return np.asarray(draw(size=self.n, **dict(self.params)), dtype=np.float64)
-
-    def population_quantile(self, alpha: float) -> float | None:
-        """The law's α-quantile (``scipy.stats``), clipped to the bounds: clipping is monotone,
-        so it maps the law's quantiles to the clipped law's; None for a law not in
-        :data:`SCIPY_LAWS`."""
-        law = SCIPY_LAWS.get(self.distribution)
-        if law is None:
-            return None
-        return float(np.clip(law(dict(self.params)).ppf(alpha), self.lower, self.upper))
 
     def describe(self) -> dict[str, Any]:
         return {

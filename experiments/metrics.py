@@ -23,9 +23,6 @@ between the true median and the mechanism's estimate, |T(S) − M(S)|"):
   :meth:`mechanisms.statistics.Statistic.count_gaps`).  For the mode the
   |T(S) − M_t| columns measure distance in the integer order of the domain: read
   them only where that order means something (Zipf ranks, rounded measurements).
-* ``coverage``       = the fraction of released intervals ``[lo, hi]`` that contain the
-  interval method's target, and ``mean_width`` = mean_t (hi − lo), for interval
-  methods only (NaN otherwise; :func:`interval_metrics`).
 
 :func:`estimates_problem` checks a release's sample and :func:`cdf_problem` its
 ``cdf`` (on a few points, deterministically: it draws no random numbers).
@@ -46,8 +43,6 @@ METRICS = (
     "answer_rate",
     "hit_rate",
     "mean_count_gap",
-    "coverage",
-    "mean_width",
 )
 
 
@@ -81,13 +76,6 @@ def error_metrics(
         metrics["mean_count_gap"] = float(count_gaps.mean())
         metrics["hit_rate"] = float(np.count_nonzero(count_gaps == 0) / count_gaps.size)
     return metrics
-
-
-def interval_metrics(intervals: np.ndarray, target: float | None) -> dict[str, float]:
-    """``coverage`` (NaN without a target) and ``mean_width`` of ``(trials, 2)`` intervals."""
-    lo, hi = intervals[:, 0], intervals[:, 1]
-    covered = math.nan if target is None else float(np.mean((lo <= target) & (target <= hi)))
-    return {"coverage": covered, "mean_width": float(np.mean(hi - lo))}
 
 
 def estimates_problem(

@@ -222,8 +222,8 @@ def _split_id(dataset_id: str) -> tuple[str, str]:
 SUMMARY_SPEC = TableSpec(
     "this harness's summary.csv", SUMMARY_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, BOOL_COLUMNS
 )
-ADDED_IN_FORMAT_4 = ("answer_rate", "hit_rate", "mean_count_gap", "coverage", "mean_width")
-"""Columns that format 3 (before the mode, the mean, ⊥ and intervals) did not write."""
+ADDED_IN_FORMAT_4 = ("answer_rate", "hit_rate", "mean_count_gap")
+"""Columns that format 3 (before the mode, the mean and ⊥) did not write."""
 FORMAT_3_SPEC = TableSpec(
     "a format-3 summary.csv",
     tuple(c for c in SUMMARY_COLUMNS if c not in ADDED_IN_FORMAT_4),

@@ -51,8 +51,6 @@ def unit_rows(epsilons: list[float], dataset: str = "normal") -> dict[str, np.nd
         "answer_rate": [1.0] * k,
         "hit_rate": [math.nan] * k,
         "mean_count_gap": [math.nan] * k,
-        "coverage": [math.nan] * k,
-        "mean_width": [math.nan] * k,
         "seconds": [0.01] * k,
         "guarantee_epsilon": epsilons,
         "guarantee_delta": [0.0] * k,
