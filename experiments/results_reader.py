@@ -239,9 +239,9 @@ def _read_summary(path: Path, numbers: Mapping[str, Any]) -> pd.DataFrame:
     if numbers.get("format") != 3:
         return parse_table(path, SUMMARY_SPEC)
     summary = parse_table(path, FORMAT_3_SPEC)
-    summary["answer_rate"] = np.where(summary["status"] == "ok", 1.0, np.nan)
-    for column in ADDED_IN_FORMAT_4[1:]:
+    for column in ADDED_IN_FORMAT_4:
         summary[column] = np.nan
+    summary["answer_rate"] = np.where(summary["status"] == "ok", 1.0, np.nan)
     return summary[["line", *SUMMARY_COLUMNS]]
 
 

@@ -231,8 +231,9 @@ def _row_ratios(block: str, name: str) -> list[float]:
 
 def studies_numbers(root: Path) -> Numbers:
     """The ranges the README quotes from the mean, PTR and trimmed-mean tables."""
-    ptr = _row_ratios(ptr_block(root), "PTR")
-    answered = [float(x) for x in re.findall(r"answered (\d+)%", ptr_block(root))]
+    ptr_table = ptr_block(root)
+    ptr = _row_ratios(ptr_table, "PTR")
+    answered = [float(x) for x in re.findall(r"answered (\d+)%", ptr_table)]
     laplace = _row_ratios(mean_block(root), "Laplace mean")
     rows = [line.split("|") for line in trimmed_block(root).splitlines()]
     ends = {row[1].strip(): re.findall(r"([\d.]+)×", "|".join(row)) for row in rows[2:]}

@@ -32,6 +32,7 @@ redrawing the same results gives the same files.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -261,11 +262,14 @@ class Palette:
 
     kinds: Mapping[str, Kind]
 
-    @property
-    def shared_names(self) -> frozenset[str]:
-        """Names :func:`style_of` gives more than one label (told apart by the label)."""
-        names = [style_of(kind).name for kind in self.kinds.values()]
-        return frozenset(name for name in names if names.count(name) > 1)
+    @functools.cached_property
+    def twins(self) -> dict[str, list[str]]:
+        """The labels of each name :func:`style_of` gives more than one label, sorted
+        (computed once: the kinds of a palette do not change)."""
+        by_name: dict[str, list[str]] = {}
+        for label in sorted(self.kinds):
+            by_name.setdefault(style_of(self.kinds[label]).name, []).append(label)
+        return {name: labels for name, labels in by_name.items() if len(labels) > 1}
 
     def kind(self, label: str) -> Kind:
         if label not in self.kinds:
@@ -276,9 +280,9 @@ class Palette:
         """:func:`style_of` the label's kind; where labels share a name, each gets the label
         appended and, in label order, a lighter tint and another line style."""
         look = style_of(self.kind(label))
-        if look.name not in self.shared_names:
+        twins = self.twins.get(look.name)
+        if twins is None:
             return look
-        twins = sorted(k for k in self.kinds if style_of(self.kinds[k]).name == look.name)
         rank = twins.index(label)
         return dataclasses.replace(
             look,
