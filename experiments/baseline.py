@@ -127,7 +127,7 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
     (:func:`experiments.results_reader.load` checks it).
     """
     hashes = cell_hashes(numbers)
-    kinds = {str(s.get("id")): str(s.get("kind")) for s in numbers.get("statistics", [])}
+    kinds = results_reader.statistic_kinds(numbers)
     rows = []
     for (dataset, subset, statistic, label, epsilon), group in summary.groupby(
         list(CELL), sort=False

@@ -33,17 +33,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from experiments.seeding import data_rng
-from experiments.targets import import_class
 from mechanisms import base
 from mechanisms.base import check_integer
+from mechanisms.targets import import_class
 
 # numpy.random.Generator methods a synthetic dataset may draw from (continuous laws).
 DISTRIBUTIONS = (
@@ -101,6 +103,12 @@ class Dataset(ABC):
     def data(self, seed: int, replicate: int) -> np.ndarray:
         """Replicate ``replicate`` of this dataset (a fresh 1-D float array)."""
 
+    def population_median(self) -> float | None:
+        """The median of the law the replicates are drawn from, bounded to ``[lower, upper]``
+        (the target of a confidence interval for the population median); None for data
+        that are not draws from a known law (real data)."""
+        return None
+
     def rng(self, seed: int, replicate: int) -> np.random.Generator:
         """The generator of replicate ``replicate`` (keyed on the dataset's id, see seeding)."""
         check_replicate(replicate, self.replicates)
@@ -149,6 +157,12 @@ class SyntheticDataset(Dataset):
         draw = getattr(self.rng(seed, replicate), self.distribution)
         return np.asarray(draw(size=self.n, **dict(self.params)), dtype=np.float64)
 
+    def population_median(self) -> float:
+        """The law's median (:func:`scipy_law`), clipped to the bounds: clipping is monotone,
+        so it maps a median of ``X`` to a median of ``clip(X, a, b)``."""
+        median = float(scipy_law(self.distribution, dict(self.params)).median())
+        return min(max(median, self.lower), self.upper)
+
     def describe(self) -> dict[str, Any]:
         return {
             "kind": "synthetic",
@@ -169,7 +183,10 @@ class SyntheticDataset(Dataset):
         bounds: object = None,
         distribution: str = "normal",
         params: Mapping[str, float] | None = None,
+        sizes: object = None,
     ) -> list[Dataset]:
+        """One dataset of the sweep's ``n`` points, or one per entry of ``sizes`` (a list of
+        sample sizes; subset ``"n=<size>"``), all drawn from ``distribution(**params)``."""
         if distribution not in DISTRIBUTIONS:
             raise DatasetError(
                 f"dataset {name!r}: distribution must be one of {', '.join(DISTRIBUTIONS)}; "
@@ -185,8 +202,39 @@ class SyntheticDataset(Dataset):
         except (TypeError, ValueError) as err:
             raise DatasetError(f"dataset {name!r}: bad params {dict(params)!r} ({err})") from None
         source = f"numpy.random.Generator.{distribution}"
-        dataset = cls(name, "", lower, upper, replicates, source, distribution, items, n)
-        return [dataset]
+        if sizes is None:
+            return [cls(name, "", lower, upper, replicates, source, distribution, items, n)]
+        if not isinstance(sizes, list | tuple) or not sizes:
+            raise DatasetError(f"dataset {name!r}: sizes must be a non-empty list, got {sizes!r}")
+        try:
+            counts = [check_integer(size, "sizes", minimum=1) for size in sizes]
+        except ValueError as err:
+            raise DatasetError(f"dataset {name!r}: {err}") from None
+        return [
+            cls(name, f"n={size}", lower, upper, replicates, source, distribution, items, size)
+            for size in counts
+        ]
+
+
+def scipy_law(distribution: str, params: Mapping[str, float]) -> Any:
+    """The frozen ``scipy.stats`` law of ``numpy.random.Generator.<distribution>(**params)``
+    (numpy's parameter names and defaults, mapped to scipy's)."""
+    p = dict(params)
+    loc, scale = p.get("loc", 0.0), p.get("scale", 1.0)
+    laws = {
+        "beta": lambda: stats.beta(p["a"], p["b"]),
+        "exponential": lambda: stats.expon(scale=scale),
+        "gamma": lambda: stats.gamma(p["shape"], scale=scale),
+        "gumbel": lambda: stats.gumbel_r(loc, scale),
+        "laplace": lambda: stats.laplace(loc, scale),
+        "logistic": lambda: stats.logistic(loc, scale),
+        "lognormal": lambda: stats.lognorm(p.get("sigma", 1.0), scale=math.exp(p.get("mean", 0.0))),
+        "normal": lambda: stats.norm(loc, scale),
+        "standard_cauchy": lambda: stats.cauchy(),
+        "standard_t": lambda: stats.t(p["df"]),
+        "uniform": lambda: stats.uniform(p.get("low", 0.0), p.get("high", 1.0) - p.get("low", 0.0)),
+    }
+    return laws[distribution]()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,10 @@ between the true median and the mechanism's estimate, |T(S) − M(S)|"):
   |T(S) − M_t| columns measure distance in the integer order of the domain: read
   them only where that order means something (Zipf ranks, rounded measurements).
 
+The confidence-interval methods' rows have ``answer_rate`` 1, the columns of
+:mod:`experiments.interval_metrics` (``coverage``, ``mean_width``,
+``nonprivate_width``) and NaN in the others, which are NaN in every other row.
+
 :func:`estimates_problem` checks a release's sample and :func:`cdf_problem` its
 ``cdf`` (on a few points, deterministically: it draws no random numbers).
 """
@@ -34,6 +38,8 @@ import math
 
 import numpy as np
 
+from experiments.interval_metrics import INTERVAL_METRICS
+
 METRICS = (
     "mean_abs_error",
     "sd_abs_error",
@@ -43,6 +49,7 @@ METRICS = (
     "answer_rate",
     "hit_rate",
     "mean_count_gap",
+    *INTERVAL_METRICS,
 )
 
 

@@ -61,8 +61,9 @@ from experiments.config import (
 )
 from experiments.datasets import Dataset, build_datasets
 from experiments.results import config_hash
-from experiments.targets import import_class
+from mechanisms.intervals.base import POPULATION_MEDIAN
 from mechanisms.statistics import MEDIAN, Statistic
+from mechanisms.targets import import_class
 
 
 def _conf_dir() -> Path:
@@ -72,7 +73,7 @@ def _conf_dir() -> Path:
 
 CONF_DIR = _conf_dir()
 """The project's Hydra configs: ``conf/`` of the repository, ``experiments/conf`` installed."""
-FORMAT = 4
+FORMAT = 5
 """Version of the unit-file layout and seeding scheme; part of the config hash."""
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -119,6 +120,8 @@ class MechanismEntry:
         ``statistic``."""
         options = {**self.options, **statistic.mechanism_options()}
         cls = self.cls.for_statistic(statistic.kind)
+        if not cls.requires_epsilon:  # a non-private reference: the same at every ε
+            return mechanisms.configure(cls, epsilon=None, delta=delta, **options)
         return mechanisms.configure(cls, epsilon=epsilon, delta=delta, **options)
 
     def describe(self) -> dict[str, Any]:
@@ -248,6 +251,11 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DI
                 deltas.add(settings.delta_for(dataset.size))
             except ValueError as err:
                 raise ConfigError(f"delta: {err} (dataset {dataset.id})") from None
+    if keep and any(statistic.interval for statistic in statistics):
+        raise ConfigError(
+            "keep_estimates: estimates.npz holds point estimates; a sweep of confidence "
+            "intervals (statistic median_interval) cannot keep them"
+        )
     for mechanism in entries:
         paired = [statistic for statistic in statistics if mechanism.runs(statistic)]
         if not paired:
@@ -255,6 +263,8 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DI
                 f"mechanism {mechanism.label!r} runs on statistics of kind "
                 f"{', '.join(mechanism.statistics)}, and the sweep has none"
             )
+        if any(statistic.interval for statistic in paired):
+            _check_interval_targets(mechanism, datasets)
         for statistic in paired:
             _check_supports(mechanism, statistic)
             _check_constructible(
@@ -295,6 +305,19 @@ def _check_supports(entry: MechanismEntry, statistic: Statistic) -> None:
         raise ConfigError(
             f"mechanism {entry.label!r}: options {', '.join(twice)} are set by the statistic "
             f"{statistic.id!r}; remove them from the mechanism entry"
+        )
+
+
+def _check_interval_targets(entry: MechanismEntry, datasets: Sequence[Dataset]) -> None:
+    """Refuse an interval method whose coverage target is the population median on a dataset
+    that has none (real data): its coverage could not be measured."""
+    if getattr(entry.cls, "target", None) != POPULATION_MEDIAN:
+        return
+    unknown = [dataset.id for dataset in datasets if dataset.population_median() is None]
+    if unknown:
+        raise ConfigError(
+            f"mechanism {entry.label!r}: its intervals are for the population median, which "
+            f"datasets {', '.join(unknown[:3])} do not have (not draws from a known law)"
         )
 
 
@@ -379,8 +402,9 @@ def load_target(target: str) -> type[mechanisms.Mechanism]:
     Raises ``ValueError`` naming ``target`` if it cannot be imported, is not a
     :class:`mechanisms.Mechanism` subclass, or its ``name`` is taken by another class.
     """
-    cls: type[mechanisms.Mechanism] = import_class(target, mechanisms.Mechanism)
-    return mechanisms.register(cls)  # no-op if already registered; ValueError on a clash
+    if not isinstance(target, str) or "." not in target:
+        raise ValueError(f"_target_ must be 'package.module.ClassName', got {target!r}")
+    return mechanisms.resolve(target)  # registers it; ValueError on a name clash
 
 
 def mechanism_entry(entry: Mapping[str, Any]) -> MechanismEntry:

@@ -46,6 +46,7 @@ from experiments.csv_tables import (
     finite,
     parse_table,
 )
+from experiments.interval_metrics import INTERVAL_METRICS
 from experiments.results import (
     ESTIMATE_KEYS,
     ESTIMATES_FILE,
@@ -55,6 +56,7 @@ from experiments.results import (
     config_hash,
 )
 from mechanisms.base import check_integer
+from mechanisms.statistics import MedianInterval
 
 KEY = ("dataset", "subset", "replicate", "statistic", "mechanism", "epsilon")
 """Columns that identify a row of ``summary.csv``: one cell of the plan."""
@@ -198,6 +200,11 @@ def expected_cells(
     return pd.DataFrame(rows, columns=list(KEY))
 
 
+def statistic_kinds(numbers: Mapping[str, Any]) -> dict[str, str]:
+    """The kind of each statistic id of the plan (``numbers.statistics``)."""
+    return {str(s.get("id")): str(s.get("kind")) for s in numbers.get("statistics", [])}
+
+
 def _list(numbers: Mapping[str, Any], key: str, path: Path) -> list[Any]:
     value = numbers.get(key)
     if not isinstance(value, list) or not value:
@@ -222,26 +229,35 @@ def _split_id(dataset_id: str) -> tuple[str, str]:
 SUMMARY_SPEC = TableSpec(
     "this harness's summary.csv", SUMMARY_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, BOOL_COLUMNS
 )
-ADDED_IN_FORMAT_4 = ("answer_rate", "hit_rate", "mean_count_gap")
-"""Columns that format 3 (before the mode, the mean and ⊥) did not write."""
-FORMAT_3_SPEC = TableSpec(
-    "a format-3 summary.csv",
-    tuple(c for c in SUMMARY_COLUMNS if c not in ADDED_IN_FORMAT_4),
-    FLOAT_COLUMNS,
-    INT_COLUMNS,
-    BOOL_COLUMNS,
-)
+ADDED_IN_FORMAT = {
+    4: ("answer_rate", "hit_rate", "mean_count_gap"),
+    5: INTERVAL_METRICS,
+}
+"""Columns each results format added: 4 the mode, the mean and ⊥; 5 the intervals."""
+
+
+def _spec_of_format(version: int) -> TableSpec:
+    """The ``summary.csv`` layout a results format wrote (earlier ones lack later columns)."""
+    later = {c for added, columns in ADDED_IN_FORMAT.items() if added > version for c in columns}
+    columns = tuple(c for c in SUMMARY_COLUMNS if c not in later)
+    return TableSpec(
+        f"a format-{version} summary.csv", columns, FLOAT_COLUMNS, INT_COLUMNS, BOOL_COLUMNS
+    )
 
 
 def _read_summary(path: Path, numbers: Mapping[str, Any]) -> pd.DataFrame:
-    """``summary.csv`` in the current layout; a format-3 file gains the columns it lacks
-    (every format-3 mechanism answered every trial and estimated no mode)."""
-    if numbers.get("format") != 3:
+    """``summary.csv`` in the layout of its run's format; an earlier format's file gains the
+    columns it lacks, as NaN (no interval rows before format 5), except ``answer_rate``,
+    which is 1 on the ok rows of format 3 (every mechanism then answered every trial)."""
+    version = numbers.get("format")
+    if version not in (3, 4):
         return parse_table(path, SUMMARY_SPEC)
-    summary = parse_table(path, FORMAT_3_SPEC)
-    for column in ADDED_IN_FORMAT_4:
-        summary[column] = np.nan
-    summary["answer_rate"] = np.where(summary["status"] == "ok", 1.0, np.nan)
+    summary = parse_table(path, _spec_of_format(version))
+    for column in SUMMARY_COLUMNS:
+        if column not in summary:
+            summary[column] = np.nan
+    if version == 3:
+        summary["answer_rate"] = np.where(summary["status"] == "ok", 1.0, np.nan)
     return summary[["line", *SUMMARY_COLUMNS]]
 
 
@@ -279,7 +295,15 @@ ANSWERED_CHECKS: tuple[Check, ...] = (
     at_least("rmse"),
     ("mean_error", "not finite", lambda f: finite(f, "mean_error")),
 )
-"""Checks of the ok rows with at least one answer (not ⊥): their errors are defined."""
+"""Checks of the ok point-estimate rows with at least one answer (not ⊥): their errors are
+defined."""
+
+INTERVAL_CHECKS: tuple[Check, ...] = (
+    ("coverage", "not in [0, 1]", lambda f: (f["coverage"] >= 0) & (f["coverage"] <= 1)),
+    at_least("mean_width"),
+    at_least("nonprivate_width"),
+)
+"""Checks of the ok rows of confidence intervals (:mod:`experiments.interval_metrics`)."""
 
 
 def check_cells(
@@ -381,7 +405,9 @@ def load(results_dir: Path, *, estimates: bool = False) -> Results:
     check_rows(summary, ROW_CHECKS, summary_path)
     ok = summary.loc[summary["status"] == "ok"]
     check_rows(ok, OK_CHECKS, summary_path)
-    check_rows(ok.loc[ok["answer_rate"] > 0], ANSWERED_CHECKS, summary_path)
+    interval = ok["statistic"].map(statistic_kinds(numbers)) == MedianInterval.kind
+    check_rows(ok.loc[(ok["answer_rate"] > 0) & ~interval], ANSWERED_CHECKS, summary_path)
+    check_rows(ok.loc[interval], INTERVAL_CHECKS, summary_path)
     summary = summary.drop(columns="line")
     arrays = None
     if estimates:

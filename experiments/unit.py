@@ -10,8 +10,12 @@ The harness trusts nothing a mechanism says about itself:
   as a problem, and the rank error is counted on the same bounded data;
 * the guarantee the mechanism claims is recorded beside the requested (ε, δ):
   ``guarantee_met`` is False when the claim is weaker than the request
-  (ε' > ε or δ' > δ, e.g. LaplaceLN's zCDP conversion), and an invalid claim
-  (ε' ≤ 0, NaN, δ' outside [0, 1)) is a problem;
+  (ε' > ε or δ' > δ, e.g. LaplaceLN's zCDP conversion; ε' = ∞ for a non-private
+  reference), and an invalid claim (ε' ≤ 0, NaN, δ' outside [0, 1)) is a problem;
+* a confidence-interval method (statistic :class:`mechanisms.statistics.MedianInterval`)
+  returns intervals; the harness checks them, computes the target they should
+  contain (the dataset's population median, or T(S)) and the non-private
+  reference width itself (:mod:`experiments.interval_metrics`);
 * whatever a mechanism does — raise any exception, ``SystemExit`` or
   ``KeyboardInterrupt`` included, return a wrong sample, sleep past the unit's
   time limit — ends up as a ``status`` other than ``ok`` in its rows; a worker
@@ -37,11 +41,18 @@ from typing import Any
 import numpy as np
 
 import mechanisms
+from experiments.interval_metrics import (
+    coverage_target,
+    interval_metrics,
+    interval_problem,
+    nonprivate_width,
+)
 from experiments.metrics import METRICS, cdf_problem, error_metrics, estimates_problem
 from experiments.plan import Settings, Unit
 from experiments.results import SUMMARY_COLUMNS, save_unit
 from experiments.seeding import noise_rng
 from mechanisms.base import sorted_bounded
+from mechanisms.statistics import Statistic
 
 MAX_STATUS = 300
 RELATIVE_SLACK = 1e-9
@@ -56,10 +67,12 @@ class UnitTimeout(BaseException):
 def guarantee_fields(guarantee: Any, epsilon: float, delta: float | None) -> dict[str, Any]:
     """The claimed guarantee as columns, and whether it is at least as strong as requested.
 
-    Raises ``ValueError`` for a claim that is not a valid (ε, δ) guarantee.
+    ``ε = ∞`` is the claim of a non-private reference method (the sign-test interval):
+    it is never ``private`` and never meets a request.  Raises ``ValueError`` for a
+    claim that is not a valid (ε, δ) guarantee.
     """
     claimed_epsilon, claimed_delta = float(guarantee.epsilon), float(guarantee.delta)
-    if not (math.isfinite(claimed_epsilon) and claimed_epsilon > 0):
+    if not claimed_epsilon > 0:  # NaN fails too
         raise ValueError(f"guarantee claims epsilon = {claimed_epsilon!r}, not a positive number")
     if not 0.0 <= claimed_delta < 1.0:
         raise ValueError(f"guarantee claims delta = {claimed_delta!r}, not in [0, 1)")
@@ -73,7 +86,8 @@ def guarantee_fields(guarantee: Any, epsilon: float, delta: float | None) -> dic
         "guarantee_delta": claimed_delta,
         "rho": math.nan if rho is None else float(rho),
         "neighbouring": mechanisms.Neighbouring(guarantee.neighbouring).value,
-        "private": not bool(getattr(guarantee, "data_dependent_tuning", False)),
+        "private": math.isfinite(claimed_epsilon)
+        and not bool(getattr(guarantee, "data_dependent_tuning", False)),
         "guarantee_met": bool(met),
     }
 
@@ -84,27 +98,70 @@ def _outputs_clipped(release: object) -> bool:
     return getattr(release, "clip", True) is not False
 
 
+def _truth_problem(release: Any, truth: float) -> str | None:
+    """A release's ``true_value`` claim, if it differs from the harness's T(S)."""
+    claimed = getattr(release, "true_value", truth)
+    try:
+        differs = float(claimed) != truth  # both are the same order statistic: exact
+    except (TypeError, ValueError):
+        differs = True
+    return (
+        f"true_value {claimed!r} differs from the harness's T(S) = {truth!r}" if differs else None
+    )
+
+
 def _check_release(
     mechanism: object, release: Any, sample: object, truth: float, unit: Unit, settings: Settings
 ) -> str | None:
-    """The first problem with a release's truth claim, sample or cdf, or None."""
+    """The first problem with a point release's sample, truth claim or cdf, or None."""
     lower, upper = unit.dataset.lower, unit.dataset.upper
     clipped = _outputs_clipped(release)
     may_refuse = getattr(type(mechanism), "may_refuse", False) is True
     problem = estimates_problem(
         sample, settings.trials, lower, upper, clipped=clipped, may_refuse=may_refuse
     )
-    if problem is not None:
-        return problem
-    claimed = getattr(release, "true_value", truth)
-    try:
-        differs = float(claimed) != truth  # both are the same order statistic: exact
-    except (TypeError, ValueError):
-        differs = True
-    if differs:
-        return f"true_value {claimed!r} differs from the harness's T(S) = {truth!r}"
-    cdf = cdf_problem(release, lower, upper, clipped=clipped)
-    return None if cdf is None else f"{unit.mechanism.name}: {cdf}"
+    if problem is None:
+        problem = _truth_problem(release, truth)
+    if problem is None:
+        cdf = cdf_problem(release, lower, upper, clipped=clipped)
+        problem = None if cdf is None else f"{unit.mechanism.name}: {cdf}"
+    return problem
+
+
+def _point_fields(
+    statistic: Statistic, bounded: np.ndarray, truth: float, sample: Any, settings: Settings
+) -> dict[str, float]:
+    """The error metrics of a checked point release's sample (:mod:`experiments.metrics`)."""
+    answered = sample[~np.isnan(sample)]  # NaN is ⊥ ("no result")
+    return error_metrics(
+        answered,
+        truth,
+        statistic.rank_errors(bounded, truth, answered),
+        statistic.count_gaps(bounded, answered),
+        trials=settings.trials,
+    )
+
+
+def _interval_fields(
+    mechanism: Any,
+    release: Any,
+    sample: object,
+    truth: float,
+    bounded: np.ndarray,
+    unit: Unit,
+    trials: int,
+) -> tuple[str | None, dict[str, float]]:
+    """The first problem with an interval release, else None and its metrics
+    (:mod:`experiments.interval_metrics`): coverage of the target the method declares."""
+    dataset = unit.dataset
+    problem = interval_problem(sample, trials, dataset.lower, dataset.upper)
+    problem = problem or _truth_problem(release, truth)
+    if problem is not None or not isinstance(sample, np.ndarray):
+        return problem, {}
+    target = coverage_target(getattr(mechanism, "target", None), dataset.population_median(), truth)
+    alpha = float(unit.statistic.mechanism_options()["alpha"])
+    reference = nonprivate_width(bounded, alpha, dataset.lower, dataset.upper)
+    return None, {"answer_rate": 1.0, **interval_metrics(sample, target, reference)}
 
 
 def _cell(
@@ -128,20 +185,18 @@ def _cell(
         x = np.asarray(data, dtype=np.float64)
         bounded = sorted_bounded(x, dataset.lower, dataset.upper, _bounding(mechanism))
         truth = statistic.value(bounded, dataset.lower, dataset.upper)
-        problem = _check_release(mechanism, release, sample, truth, unit, settings)
-        if problem is None:
-            fields["true_value"] = truth
-            answered = sample[~np.isnan(sample)]  # NaN is ⊥ ("no result")
-            fields.update(
-                error_metrics(
-                    answered,
-                    truth,
-                    statistic.rank_errors(bounded, truth, answered),
-                    statistic.count_gaps(bounded, answered),
-                    trials=settings.trials,
-                )
+        if statistic.interval:
+            problem, measured = _interval_fields(
+                mechanism, release, sample, truth, bounded, unit, settings.trials
             )
-            estimates = sample
+        else:
+            problem = _check_release(mechanism, release, sample, truth, unit, settings)
+            measured = (
+                _point_fields(statistic, bounded, truth, sample, settings) if not problem else {}
+            )
+            estimates = None if problem else sample
+        if problem is None:
+            fields.update(true_value=truth, **measured)
     except UnitTimeout:
         raise
     except BaseException as err:  # a failing plug-in is a result, not a crash

@@ -7,7 +7,7 @@
 """
 
 from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release
-from mechanisms.registry import available, configure, get, make, register
+from mechanisms.registry import available, configure, get, make, register, resolve
 
 __all__ = [
     "Guarantee",
@@ -19,4 +19,5 @@ __all__ = [
     "get",
     "make",
     "register",
+    "resolve",
 ]

@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -295,42 +295,62 @@ def mean_value(sorted_x: np.ndarray, lower: float) -> float:
     return math.fsum(sorted_x.tolist()) / sorted_x.size
 
 
-class Release(ABC):
-    """The output distribution of a mechanism on one bounded dataset.
+class OutputDistribution(ABC):
+    """The distribution of a mechanism's output on one bounded dataset: what every release has.
 
     Attributes: ``lower``/``upper`` (the public bounds), ``n`` (size of the
-    bounded data), ``true_value`` (the non-private statistic) and
-    ``refusal_probability``, the exact probability of the answer "no result" (⊥):
-    0 unless the mechanism's class sets ``may_refuse`` (propose-test-release, the
-    stability-based histogram).  A ⊥ is a NaN in :meth:`sample`'s output and is not
-    counted by :meth:`cdf`, so ``cdf(upper) = 1 - refusal_probability``.
+    bounded data) and ``true_value`` (the non-private statistic).  A point
+    estimate's is a :class:`Release`; a confidence interval's is a
+    :class:`mechanisms.intervals.IntervalRelease`, whose sample has two columns.
     """
 
     lower: float
     upper: float
     n: int
     true_value: float
-    refusal_probability: float = 0.0
 
     @abstractmethod
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """Draw ``size`` independent private estimates."""
+        """Draw ``size`` independent private outputs."""
+
+
+class Release(OutputDistribution):
+    """The output distribution of a point-estimate mechanism on one bounded dataset.
+
+    Beside the attributes of :class:`OutputDistribution`: ``refusal_probability``,
+    the exact probability of the answer "no result" (⊥): 0 unless the mechanism's
+    class sets ``may_refuse`` (propose-test-release, the stability-based
+    histogram).  A ⊥ is a NaN in :meth:`sample`'s output and is not counted by
+    :meth:`cdf`, so ``cdf(upper) = 1 - refusal_probability``.
+    """
+
+    refusal_probability: float = 0.0
 
     @abstractmethod
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
         """``P(M(S) <= x)``, vectorised, exact up to floating-point error (atoms included)."""
 
 
-class Mechanism(ABC):
-    """A DP median mechanism configured with its privacy parameters.
+ReleaseT = TypeVar("ReleaseT", bound=OutputDistribution, covariant=True)
+"""What a mechanism's :meth:`Mechanism.release` returns (a :class:`Release` for a point
+estimate, an interval's release for a confidence-interval method)."""
+
+
+class Mechanism(ABC, Generic[ReleaseT]):
+    """A DP mechanism configured with its privacy parameters.
 
     Subclasses set ``name``, ``requires_delta`` and ``neighbouring`` and
     implement :meth:`_release` on sorted bounded data and :attr:`guarantee`.
+    Point estimators derive from ``Mechanism[Release]``; the confidence-interval
+    methods of :mod:`mechanisms.intervals` from ``Mechanism[IntervalRelease]``.
     """
 
     name: ClassVar[str]
     display_name: ClassVar[str] = ""
     """The name figures and tables show for this class ("": the config label)."""
+    requires_epsilon: ClassVar[bool] = True
+    """False only for a non-private reference method, which takes no ε (the harness
+    then configures it without one; its guarantee states ε = ∞)."""
     requires_delta: ClassVar[bool] = False
     neighbouring: Neighbouring = Neighbouring.ADD_REMOVE
     statistics: ClassVar[frozenset[str]] = frozenset({"median"})
@@ -365,7 +385,7 @@ class Mechanism(ABC):
     def guarantee(self) -> Guarantee:
         """The privacy guarantee of every release of this mechanism."""
 
-    def release(self, data: object, bounds: object) -> Release:
+    def release(self, data: object, bounds: object) -> ReleaseT:
         """Bound ``data`` to ``bounds = (a, b)`` and return the output distribution.
 
         ``bounding="drop"`` with replace-one neighbours is refused (a public choice):
@@ -382,7 +402,7 @@ class Mechanism(ABC):
         return self._release(sorted_bounded(x, lower, upper, self.bounding), lower, upper)
 
     @abstractmethod
-    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> ReleaseT:
         """Build the release from sorted data already inside ``[lower, upper]``."""
 
     def error_bounds(

@@ -107,7 +107,7 @@ def utility(
 
 
 @register
-class Duff(Mechanism):
+class Duff(Mechanism[Release]):
     """EM with the dataset-distance utility for the α-quantile; ε-DP for the chosen neighbouring.
 
     The registered name ``duff`` stands for the whole family: a sweep pairing it with the

@@ -100,7 +100,7 @@ class DuffMeanRelease(Release):
 
 
 @register
-class DuffMean(Mechanism):
+class DuffMean(Mechanism[Release]):
     """EM with the dataset-distance utility of the mean; ε-DP for the chosen neighbouring.
 
     Options: ``neighbours`` (``"add_remove"``, default: Duff; ``"replace_one"``: the

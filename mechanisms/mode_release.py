@@ -224,7 +224,7 @@ class ModeRelease(Release):
         return out
 
 
-class ModeMechanism(Mechanism):
+class ModeMechanism(Mechanism[Release]):
     """A mechanism for the mode over the finite domain ``Y`` of integer bounds ``(a, b)``.
 
     ``release`` checks the bounds with :func:`mechanisms.categorical.check_domain`,

@@ -255,7 +255,7 @@ class AdditiveNoiseRelease(Release):
         return values
 
 
-class NoiseMechanism(Mechanism):
+class NoiseMechanism(Mechanism[Release]):
     """A mechanism releasing ``T(S) + scale·Z``; options ``neighbours`` and ``clip_output``.
 
     ``neighbours`` (``"add_remove"`` by default, or ``"replace_one"``) sets

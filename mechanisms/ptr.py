@@ -169,7 +169,7 @@ class PTRRelease(Release):
 
 
 @register
-class PTRMedian(Mechanism):
+class PTRMedian(Mechanism[Release]):
     """Propose-test-release for the lower median: (ε, δ)-DP (add/remove), ⊥ is NaN.
 
     Options: ``proposal`` (the proposed local-sensitivity bound as a fraction of

@@ -119,7 +119,7 @@ def quantile_value(sorted_x: np.ndarray, alpha: float, lower: float) -> float:
 
 
 @register
-class QuantileEM(Mechanism):
+class QuantileEM(Mechanism[Release]):
     """EM with the rank utility of eq. 2.2; ε-DP for the chosen neighbouring.
 
     Options: ``alpha`` (the quantile, in (0, 1); 0.5 = median),

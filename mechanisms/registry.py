@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from mechanisms.base import Mechanism
 from mechanisms.peers import PeerMechanism
+from mechanisms.targets import import_class
 
 ENTRY_POINT_GROUP = "duff_bench.mechanisms"
 BUILTIN_MODULES = (
@@ -39,6 +40,10 @@ BUILTIN_MODULES = (
     "mechanisms.permute_and_flip",
     "mechanisms.report_noisy_max",
     "mechanisms.stability_histogram",
+    "mechanisms.intervals.nonprivate",
+    "mechanisms.intervals.order_statistic",
+    "mechanisms.intervals.drechsler",
+    "mechanisms.intervals.subsample_aggregate",
     "mechanisms.peers.opendp_quantile",
     "mechanisms.peers.diffprivlib_quantile",
 )
@@ -100,7 +105,18 @@ def get(name: str) -> type[Mechanism]:
     return cls
 
 
-def make(name: str, *, epsilon: float, delta: float | None = None, **options: Any) -> Mechanism:
+def resolve(reference: str) -> type[Mechanism]:
+    """The mechanism class ``reference`` names: a registered name (:func:`get`), or
+    ``package.module.ClassName`` of a :class:`Mechanism` subclass, which is imported and
+    registered under its ``name`` (``ValueError`` if that name is another class's)."""
+    if "." not in reference:
+        return get(reference)
+    return register(import_class(reference, Mechanism))
+
+
+def make(
+    name: str, *, epsilon: float | None, delta: float | None = None, **options: Any
+) -> Mechanism:
     """Configure the mechanism ``name`` with its privacy parameters and options.
 
     An option the mechanism does not take is a ``ValueError`` naming it and
@@ -110,9 +126,12 @@ def make(name: str, *, epsilon: float, delta: float | None = None, **options: An
 
 
 def configure(
-    cls: type[Mechanism], *, epsilon: float, delta: float | None = None, **options: Any
+    cls: type[Mechanism], *, epsilon: float | None, delta: float | None = None, **options: Any
 ) -> Mechanism:
     """:func:`make` for a class rather than a name (the harness's workers receive classes).
+
+    ``epsilon`` is None only for a class with ``requires_epsilon = False`` (a non-private
+    reference, which refuses an ε).
 
     An option the class does not take is a ``ValueError`` naming it and the
     options it does take, not a bare ``TypeError`` from the constructor.
@@ -124,6 +143,10 @@ def configure(
             f"options: {cls.name!r} does not take {', '.join(unknown)}; "
             f"it takes {', '.join(sorted(accepted)) or 'no options'}"
         )
+    if epsilon is None:
+        if cls.requires_epsilon:
+            raise ValueError(f"epsilon: {cls.name} needs epsilon > 0")
+        return cls(delta=delta, **options)
     return cls(epsilon=epsilon, delta=delta, **options)
 
 

@@ -25,6 +25,9 @@ Built-ins:
 * :class:`Mode`, kind ``"mode"``: the smallest most frequent value of the finite
   domain ``Y = {a, ..., b}`` (:mod:`mechanisms.categorical`: bounded data rounded
   to integers; ``a`` for the empty dataset).
+* :class:`MedianInterval`, kind ``"median_interval"``: a confidence interval for
+  the median at level ``1 − α``, whose methods output intervals, not points
+  (:mod:`mechanisms.intervals`).
 
 The median and the quantiles are order statistics, so both have a **rank
 error**: the number of data points strictly between ``T(S)`` and an estimate
@@ -61,6 +64,9 @@ class Statistic(ABC):
 
     kind: ClassVar[str]
     """What a mechanism lists in its ``statistics`` to support this statistic."""
+    interval: ClassVar[bool] = False
+    """Whether the mechanisms' outputs are intervals ``[lo, hi]`` (:class:`MedianInterval`)
+    rather than point estimates."""
 
     @property
     @abstractmethod
@@ -109,6 +115,16 @@ class OrderStatistic(Statistic):
         return np.maximum(between, 0)
 
 
+def one_per_alpha(cls: Any, options: dict[str, Any]) -> list[Statistic]:
+    """``cls(alpha)`` for each ``alpha`` of a config entry's options (a number or a list)."""
+    alphas = options.pop("alpha", None)
+    if options:
+        raise ValueError(f"{cls.kind}: unknown options {', '.join(sorted(options))}")
+    if not isinstance(alphas, list | tuple):
+        alphas = [alphas]
+    return [cls(alpha) for alpha in alphas]
+
+
 @dataclass(frozen=True)
 class Quantile(OrderStatistic):
     """The α-quantile ``x_(ceil(α·n))`` (module docstring)."""
@@ -122,12 +138,7 @@ class Quantile(OrderStatistic):
     @classmethod
     def from_config(cls, **options: Any) -> list[Statistic]:
         """One quantile per ``alpha`` (a number or a list of numbers)."""
-        alphas = options.pop("alpha", None)
-        if options:
-            raise ValueError(f"quantile: unknown options {', '.join(sorted(options))}")
-        if not isinstance(alphas, list | tuple):
-            alphas = [alphas]
-        return [cls(alpha) for alpha in alphas]
+        return one_per_alpha(cls, options)
 
     @property
     def id(self) -> str:
@@ -185,6 +196,41 @@ class Mode(Statistic):
         _, counts = domain_counts(sorted_x)
         top = int(counts.max()) if counts.size else 0
         return top - count_of(sorted_x, estimates)
+
+
+@dataclass(frozen=True)
+class MedianInterval(Statistic):
+    """A confidence interval for the median at level ``1 − α`` (``alpha`` is the miscoverage).
+
+    The methods are those of :mod:`mechanisms.intervals` (kind ``"median_interval"``),
+    which take ``alpha``.  ``T(S)`` is the lower median of the bounded data, the
+    :data:`mechanisms.intervals.SAMPLE_MEDIAN` target; a method whose target is the
+    population median is measured against the dataset's
+    (:meth:`experiments.datasets.Dataset.population_median`).  A release's sample is
+    an array of shape ``(trials, 2)``: the intervals ``[lo, hi]``.
+    """
+
+    alpha: float
+    kind: ClassVar[str] = "median_interval"
+    interval: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alpha", check_alpha(self.alpha))
+
+    @classmethod
+    def from_config(cls, **options: Any) -> list[Statistic]:
+        """One interval statistic per ``alpha`` (a number or a list of numbers)."""
+        return one_per_alpha(cls, options)
+
+    @property
+    def id(self) -> str:
+        return f"median_interval({self.alpha!r})"
+
+    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
+        return lower_median(sorted_x, lower)
+
+    def mechanism_options(self) -> dict[str, Any]:
+        return {"alpha": self.alpha}
 
 
 MEDIAN = Median()

@@ -74,7 +74,7 @@ def test_nominal_coverage_is_at_least_the_level():
 class NoPrivacyWidening(DPOrderStatistic):
     """A planted bug: the EMs target the non-private ranks (no room for the privacy error)."""
 
-    def _lower_rank(self, n: int) -> int | None:
+    def lower_rank(self, n: int) -> int | None:
         rank = sign_test_rank(n, self.alpha)
         return None if rank is None else rank - 1
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from pathlib import Path
 
 import numpy as np
@@ -91,7 +92,8 @@ def test_every_mechanism_file_matches_the_registry() -> None:
         assert mechanisms.get(entry.name).requires_delta == entry.takes_delta, label
         delta = 1e-3 if entry.takes_delta else None
         try:
-            made = mechanisms.make(entry.name, epsilon=0.5, delta=delta, **entry.options)
+            epsilon = 0.5 if entry.cls.requires_epsilon else None  # a non-private reference
+            made = mechanisms.make(entry.name, epsilon=epsilon, delta=delta, **entry.options)
         except ImportError as err:  # a peer adapter without the extra installed
             assert '".[peers]"' in str(err), label
             continue
@@ -110,6 +112,7 @@ def test_mechanism_labels_never_contradict_the_class() -> None:
         except ImportError:  # a peer adapter without the extra installed
             continue
         assert ("oracle" in label.split("_")) == guarantee.data_dependent_tuning, label
+        assert ("nonprivate" in label.split("_")) == math.isinf(guarantee.epsilon), label
         if label == entry.name:
             defaults = inspect.signature(entry.cls).parameters
             for option, value in entry.options.items():

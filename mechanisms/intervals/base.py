@@ -36,16 +36,15 @@ from typing import ClassVar
 import numpy as np
 
 from mechanisms.base import (
-    Guarantee,
+    Mechanism,
+    Neighbouring,
+    OutputDistribution,
     Release,
-    check_bounds,
-    check_data,
     check_delta,
     check_epsilon,
     check_rng,
     check_size,
     lower_median,
-    sorted_bounded,
 )
 from mechanisms.quantile_em import check_alpha
 
@@ -131,7 +130,7 @@ class ShiftedRelease(Endpoint):
 # -------------------------------------------------------------------- releases
 
 
-class IntervalRelease(ABC):
+class IntervalRelease(OutputDistribution):
     """The distribution of a method's interval on one bounded dataset.
 
     Attributes: ``lower``/``upper`` (the public bounds), ``n`` (size of the bounded
@@ -141,10 +140,6 @@ class IntervalRelease(ABC):
     :data:`GUARANTEED`; 1 when it answers ``[a, b]``).
     """
 
-    lower: float
-    upper: float
-    n: int
-    true_value: float
     nominal_coverage: float
 
     def _set_common(self, sorted_x: np.ndarray, lower: float, upper: float, nominal: float) -> None:
@@ -206,22 +201,25 @@ def whole_range(sorted_x: np.ndarray, lower: float, upper: float) -> Independent
 # ------------------------------------------------------------------- mechanisms
 
 
-class IntervalMechanism(ABC):
+class IntervalMechanism(Mechanism[IntervalRelease]):
     """A confidence-interval method for the median, configured with ε, δ and α.
 
+    A mechanism whose output is an interval: it is registered, configured and
+    swept like the point mechanisms (statistic kind ``"median_interval"``,
+    :class:`mechanisms.statistics.MedianInterval`, which passes ``alpha``).
     Subclasses set ``name``, ``display_name``, ``target``, ``coverage_claim``,
     ``requires_epsilon`` (False only for the non-private baseline, which takes no
     ε) and ``requires_delta``, and implement :attr:`guarantee`,
-    :meth:`nominal_coverage` and :meth:`_release`.
+    :meth:`nominal_coverage` and :meth:`_release`.  Data are always clipped to
+    the bounds (``bounding = "clip"``).
     """
 
-    name: ClassVar[str]
-    display_name: ClassVar[str] = ""
+    statistics: ClassVar[frozenset[str]] = frozenset({"median_interval"})
+    neighbouring: Neighbouring = Neighbouring.REPLACE_ONE
     target: ClassVar[str] = POPULATION_MEDIAN
     coverage_claim: ClassVar[str] = GUARANTEED
-    requires_epsilon: ClassVar[bool] = True
-    requires_delta: ClassVar[bool] = False
 
+    # Not Mechanism.__init__, which requires ε: the non-private baseline refuses one.
     def __init__(
         self, *, epsilon: float | None = None, delta: float | None = None, alpha: float = 0.05
     ) -> None:
@@ -235,30 +233,16 @@ class IntervalMechanism(ABC):
             self.epsilon = math.inf
         self.delta = check_delta(delta, required=self._delta_required(), mechanism=self.name)
         self.alpha = check_alpha(alpha)
+        self.bounding = "clip"
 
     def _delta_required(self) -> bool:
         """Whether δ is required (in (0, 1)) or refused: ``requires_delta`` unless a method's
         δ follows one of its options."""
         return self.requires_delta
 
-    @property
-    @abstractmethod
-    def guarantee(self) -> Guarantee:
-        """The privacy guarantee of every interval this method releases."""
-
     @abstractmethod
     def nominal_coverage(self, n: int) -> float:
         """The coverage the method claims for ``n`` points (``release.nominal_coverage``)."""
-
-    def release(self, data: object, bounds: object) -> IntervalRelease:
-        """Clip ``data`` to ``bounds = (a, b)``, sort, and return the interval's distribution."""
-        x = check_data(data)
-        lower, upper = check_bounds(bounds)
-        return self._release(sorted_bounded(x, lower, upper, "clip"), lower, upper)
-
-    @abstractmethod
-    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> IntervalRelease:
-        """Build the release from sorted data already inside ``[lower, upper]``."""
 
     def __repr__(self) -> str:
         epsilon = "" if not self.requires_epsilon else f"epsilon={self.epsilon:g}, "

@@ -176,7 +176,6 @@ class BufferedEMInterval(IntervalMechanism):
         super().__init__(epsilon=epsilon, delta=delta, alpha=alpha)
         self.granularity = check_open_unit(granularity, "granularity")
         self.endpoint_epsilon = self.epsilon / 2.0
-        self._ranks: dict[int, int | None] = {}
 
     @property
     def kappa(self) -> float:
@@ -198,15 +197,9 @@ class BufferedEMInterval(IntervalMechanism):
         )
 
     @abstractmethod
-    def _lower_rank(self, n: int) -> int | None:
-        """The rank of the lower end for ``n`` points (uncached)."""
-
     def lower_rank(self, n: int) -> int | None:
         """The target rank ``k`` of the lower end (``n − k`` for the upper end); ``None``
         when no rank reaches ``1 − α`` (the answer is then ``[a, b]``)."""
-        if n not in self._ranks:
-            self._ranks[n] = self._lower_rank(n)
-        return self._ranks[n]
 
     def failure_bound(self, n: int, rank: int) -> float:
         """:func:`failure_bound` with this method's κ and ρ."""

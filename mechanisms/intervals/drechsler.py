@@ -44,10 +44,14 @@ the ranks depend on it).  Coverage ``>= 1 − α`` for every distribution whose 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from mechanisms.intervals.base import GUARANTEED, POPULATION_MEDIAN
 from mechanisms.intervals.buffered_em import BufferedEMInterval, failure_bound
+from mechanisms.registry import register
 
 
+@lru_cache(maxsize=1024)
 def joint_rank(n: int, alpha: float, *, kappa: float, log_rho: float) -> int | None:
     """The largest ``k`` in ``0..n`` with ``F(k) <= α/2`` (step 3; ``F`` is non-decreasing
     in ``k``, so a bisection finds it); ``None`` when ``F(0) > α/2``."""
@@ -67,6 +71,7 @@ def joint_rank(n: int, alpha: float, *, kappa: float, log_rho: float) -> int | N
     return low
 
 
+@register
 class DrechslerExpMech(BufferedEMInterval):
     """ExpMech (module docstring): the buffered rank EM at ranks chosen jointly for the
     sampling and the privacy error; ε-DP (replace-one), coverage ``>= 1 − α``."""
@@ -81,5 +86,5 @@ class DrechslerExpMech(BufferedEMInterval):
         "at eps/2 each (utility sensitivity 1, replace-one neighbours), basic composition"
     )
 
-    def _lower_rank(self, n: int) -> int | None:
+    def lower_rank(self, n: int) -> int | None:
         return joint_rank(n, self.alpha, kappa=self.kappa, log_rho=self.log_rho)

@@ -44,6 +44,7 @@ from mechanisms.intervals.base import (
     PointMass,
     whole_range,
 )
+from mechanisms.registry import register
 
 
 def binomial_half_cdf(n: int) -> np.ndarray:
@@ -71,6 +72,7 @@ def order_statistic_coverage(n: int, rank: int) -> float:
     return 1.0 - 2.0 * float(stats.binom.cdf(rank - 1, n, 0.5))
 
 
+@register
 class NonPrivateOrderStatistic(IntervalMechanism):
     """``[x_(l), x_(n+1−l)]`` with the sign-test rank ``l`` (module docstring); not private.
 

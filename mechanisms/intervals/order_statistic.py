@@ -36,14 +36,17 @@ whose median lies in ``[a, b]``, continuous or not).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
 from mechanisms.intervals.base import GUARANTEED, POPULATION_MEDIAN
 from mechanisms.intervals.buffered_em import BufferedEMInterval
 from mechanisms.intervals.nonprivate import binomial_half_cdf
+from mechanisms.registry import register
 
 
+@lru_cache(maxsize=1024)
 def union_rank(n: int, alpha: float, *, kappa: float, log_rho: float) -> int | None:
     """The largest ``k = L(α/2 − ρe^{−κj}) − j + 1`` over integers ``j >= 1`` with
     ``ρe^{−κj} < α/2``, where ``L(β) = max{c : P(B <= c) <= β}``; ``None`` if all are < 0.
@@ -62,6 +65,7 @@ def union_rank(n: int, alpha: float, *, kappa: float, log_rho: float) -> int | N
     return best if best >= 0 else None
 
 
+@register
 class DPOrderStatistic(BufferedEMInterval):
     """Order statistics at the sign-test ranks widened by the EM's rank-error bound (module
     docstring); ε-DP (replace-one), coverage ``>= 1 − α`` for the population median."""
@@ -76,5 +80,5 @@ class DPOrderStatistic(BufferedEMInterval):
         "EM's rank-error bound (union bound, optimised split of alpha)"
     )
 
-    def _lower_rank(self, n: int) -> int | None:
+    def lower_rank(self, n: int) -> int | None:
         return union_rank(n, self.alpha, kappa=self.kappa, log_rho=self.log_rho)

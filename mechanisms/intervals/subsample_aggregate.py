@@ -58,8 +58,8 @@ from mechanisms.intervals.base import (
     IntervalRelease,
 )
 from mechanisms.intervals.nonprivate import order_statistic_coverage, sign_test_rank
-from mechanisms.registry import get
 from mechanisms.registry import make as make_mechanism
+from mechanisms.registry import register, resolve
 
 DEFAULT_BLOCKS = 10
 """Default ``k`` (sign-test pair ``(2, 9)``, nominal 0.9785 at α = 0.05), chosen on
@@ -106,14 +106,17 @@ class SubsampleRelease(IntervalRelease):
         return out
 
 
+@register
 class SubsampleAggregate(IntervalMechanism):
     """Subsample and aggregate any DP median estimator into an interval (module docstring).
 
-    Options: ``estimator``, a registered mechanism name (configured with this
-    method's ε and δ) or a :class:`mechanisms.base.Mechanism` whose ε and δ equal
-    this method's (:meth:`wrapping` takes them from it); ``blocks``, the number
-    ``k`` of blocks (at least ``log2(2/α)`` so that a sign-test pair exists;
-    default :data:`DEFAULT_BLOCKS`).  ``requires_delta`` follows the estimator.
+    Options: ``estimator``, a registered mechanism name or the class path
+    ``package.module.ClassName`` of one (configured with this method's ε and δ),
+    or a :class:`mechanisms.base.Mechanism` whose ε and δ equal this method's
+    (:meth:`wrapping` takes them from it); ``blocks``, the number ``k`` of blocks
+    (at least ``log2(2/α)`` so that a sign-test pair exists; default
+    :data:`DEFAULT_BLOCKS`).  ``requires_delta`` and the neighbouring relation
+    follow the estimator.
     """
 
     name = "subsample_aggregate"
@@ -133,6 +136,7 @@ class SubsampleAggregate(IntervalMechanism):
         self._kind = self._estimator_class(estimator)
         super().__init__(epsilon=epsilon, delta=delta, alpha=alpha)
         self.estimator = self._configured(estimator)
+        self.neighbouring = self.estimator.neighbouring
         self.blocks = check_integer(blocks, "blocks", minimum=1)
         rank = sign_test_rank(self.blocks, self.alpha)
         if rank is None:
@@ -164,7 +168,7 @@ class SubsampleAggregate(IntervalMechanism):
             kind = type(estimator)
         elif isinstance(estimator, str):
             try:
-                kind = get(estimator)
+                kind = resolve(estimator)
             except ValueError as error:
                 raise ValueError(f"estimator: {error}") from None
         else:

@@ -22,7 +22,7 @@ from importlib.util import find_spec
 from types import ModuleType
 from typing import ClassVar
 
-from mechanisms.base import Mechanism
+from mechanisms.base import Mechanism, Release
 
 EXTRA = "peers"
 
@@ -44,7 +44,7 @@ def require(module: str, mechanism: str) -> ModuleType:
         raise ImportError(f"{missing_extra(package, mechanism)}: {err}") from err
 
 
-class PeerMechanism(Mechanism):
+class PeerMechanism(Mechanism[Release]):
     """A mechanism computed by another library, whose top-level package is ``library``."""
 
     library: ClassVar[str]
