@@ -28,6 +28,7 @@ from scipy import stats
 
 from experiments import csv_tables, results_reader
 from experiments.results import RUN_FILE, SUMMARY_FILE, config_hash, write_text_atomic
+from mechanisms.statistics import MedianInterval
 
 
 def _baseline_path() -> Path:
@@ -43,9 +44,10 @@ ALPHA = 0.01
 MIN_EFFECT = math.log(1.1)
 """Smallest log-ratio that may fail a cell: a change of the error by less than 10% never does."""
 CELL = ("dataset", "subset", "statistic", "mechanism", "epsilon")
-GATE_METRICS = {"mode": "mean_count_gap"}
+GATE_METRICS = {"mode": "mean_count_gap", "median_interval": "mean_width"}
 """The ``summary.csv`` column a cell's error is read from, by statistic kind (any other kind:
-``mean_abs_error``)."""
+``mean_abs_error``): for a confidence interval, its mean width (its coverage is checked
+against the nominal level instead, :func:`experiments.regress.compare`)."""
 BASELINE_COLUMNS = (
     *CELL,
     "replicates",
@@ -121,13 +123,19 @@ def read_candidate(path: Path) -> Candidate:
 
 
 def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per cell: replicates, failed rows, m̄ and the replicate SD, cell hash.
+    """One row per cell: replicates, failed rows, m̄ and the replicate SD, cell hash, and for
+    a confidence interval its mean coverage and nominal level ``1 − α`` (NaN otherwise).
 
     ``summary`` holds one row per replicate of every cell of ``numbers``' plan
     (:func:`experiments.results_reader.load` checks it).
     """
     hashes = cell_hashes(numbers)
     kinds = results_reader.statistic_kinds(numbers)
+    levels = {
+        str(s.get("id")): 1.0 - float(s["alpha"])
+        for s in numbers.get("statistics", [])
+        if s.get("kind") == MedianInterval.kind
+    }
     rows = []
     for (dataset, subset, statistic, label, epsilon), group in summary.groupby(
         list(CELL), sort=False
@@ -140,6 +148,8 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
         errors = errors.to_numpy()[ok]
         failed = int(np.count_nonzero(~ok))
         mean = math.fsum(errors) / errors.size if errors.size else math.nan
+        coverages = group["coverage"].to_numpy()[ok]
+        coverage = math.fsum(coverages) / coverages.size if coverages.size else math.nan
         rows.append(
             {
                 "dataset": dataset,
@@ -153,10 +163,12 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
                 "error": mean,
                 "replicate_sd": float(np.std(errors, ddof=1)) if errors.size > 1 else math.nan,
                 "cell_hash": digest,
+                "coverage": coverage if statistic in levels else math.nan,
+                "level": levels.get(statistic, math.nan),
             }
         )
     columns = [*CELL, "replicates", "failed", "status_example", "error"]
-    table = pd.DataFrame(rows, columns=[*columns, "replicate_sd", "cell_hash"])
+    table = pd.DataFrame(rows, columns=[*columns, "replicate_sd", "cell_hash", "coverage", "level"])
     return table.set_index(list(CELL)).sort_index()
 
 

@@ -15,11 +15,21 @@ over the data):
 
 The harness computes the target and the reference width itself; a method only
 declares which target its coverage claim is about.
+
+Whether a cell's coverage is below its nominal level ``1 − α`` by more than its
+sampling error is an exact one-sided binomial test (:func:`coverage_p_value`), valid
+when the cell's intervals are independent: one interval per dataset
+(``trials = 1``) over independent datasets; with several intervals per dataset the
+regression gate uses Hoeffding's bound on the per-dataset coverages
+(:func:`hoeffding_margin`).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from scipy import stats
 
 from mechanisms.intervals.base import POPULATION_MEDIAN, SAMPLE_MEDIAN
 from mechanisms.intervals.nonprivate import sign_test_rank
@@ -81,3 +91,22 @@ def interval_metrics(intervals: np.ndarray, target: float, reference_width: floa
         "mean_width": float(np.mean(high - low)),
         "nonprivate_width": reference_width,
     }
+
+
+def coverage_p_value(covered: int, total: int, level: float) -> float:
+    """``P(Binomial(total, level) <= covered)``: the p-value of ``covered`` of ``total``
+    independent intervals containing the target under the hypothesis that the coverage is
+    at least ``level`` (the probability is largest at coverage ``level`` exactly)."""
+    if not 0 <= covered <= total:
+        raise ValueError(f"covered: {covered!r} is not in [0, total = {total!r}]")
+    return float(stats.binom.cdf(covered, total, level))
+
+
+def hoeffding_margin(replicates: int, tests: int, alpha: float) -> float:
+    """``sqrt(ln(tests/alpha) / (2·replicates))``: how far below its expectation the mean of
+    ``replicates`` independent values in [0, 1] falls with probability at most
+    ``alpha/tests`` (Hoeffding, "Probability inequalities for sums of bounded random
+    variables", 1963), so that ``tests`` such one-sided checks raise a false alarm with
+    probability at most ``alpha`` (Bonferroni).  Used for cells whose per-replicate
+    coverage averages dependent intervals on one dataset (``trials > 1``)."""
+    return math.sqrt(math.log(tests / alpha) / (2.0 * replicates))

@@ -45,6 +45,16 @@ conservative.  A cell whose error *drops* beyond its tolerance fails too: a
 mechanism that suddenly got much more accurate may have stopped being private
 (noise lost, ε miscalibrated).  A cell with failed rows (``status`` ≠ ok) fails.
 
+**Confidence intervals.**  An interval method's cell compares its mean width
+(:data:`experiments.baseline.GATE_METRICS`) with the baseline as above, and its mean
+coverage ``c̄`` with the nominal level ``1 − α`` (not with the baseline): it fails
+(``UNDERCOVERS``) when ``c̄ < 1 − α − sqrt(ln(K/α_g) / (2R))``, Hoeffding's bound on
+the mean of the ``R`` per-replicate coverages (values in [0, 1], independent across
+replicates; the intervals of one replicate share its data) with Bonferroni over the
+``K`` interval cells, so a method that covers as it claims fails no cell with
+probability at least ``1 − α_g`` (:func:`coverage_margins`).  A method that loses
+its privacy widening both narrows (``BETTER?``) and under-covers.
+
 **Exact reproduction.**  Seeds are fixed (:mod:`experiments.seeding`), so a
 clean run reproduces every ``m̄`` bit for bit; the report counts identical
 cells, so any numeric change is visible even when it is within tolerance.
@@ -85,6 +95,7 @@ import pandas as pd
 
 from experiments import results_reader
 from experiments.baseline import (
+    ALPHA,
     BASELINE,
     Candidate,
     GateInputError,
@@ -94,6 +105,7 @@ from experiments.baseline import (
     write_baseline,
 )
 from experiments.datasets import DatasetError
+from experiments.interval_metrics import hoeffding_margin
 from experiments.plan import CONF_DIR, ConfDirs, ConfigError, build_plan
 from experiments.results import (
     ResultsDirError,
@@ -111,6 +123,10 @@ VERDICT_NOTES = {
         "baseline with --update and say why in the commit."
     ),
     "FAILED": "rows of this cell failed (summary.csv status column); the error is undefined.",
+    "UNDERCOVERS": (
+        "the intervals' coverage is below the nominal 1 - alpha by more than Hoeffding's "
+        "margin: the method no longer covers the median as it claims."
+    ),
 }
 
 
@@ -203,9 +219,11 @@ def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool =
     with np.errstate(divide="ignore"):  # an error of exactly 0 gives log-ratio −inf
         log_ratio = np.log(ratio)
     tolerance = base["tolerance"].to_numpy()
+    coverage_floor = now["level"].to_numpy() - coverage_margins(now)
+    undercovers = now["coverage"].to_numpy() < coverage_floor
     verdict = np.select(
-        [failed, log_ratio > tolerance, log_ratio < -tolerance],
-        ["FAILED", "WORSE", "BETTER?"],
+        [failed, undercovers, log_ratio > tolerance, log_ratio < -tolerance],
+        ["FAILED", "UNDERCOVERS", "WORSE", "BETTER?"],
         default="ok",
     )
     report = pd.DataFrame(
@@ -219,11 +237,27 @@ def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool =
             "failed": now["failed"].to_numpy(),
             "replicates": now["replicates"].to_numpy(),
             "status_example": now["status_example"].to_numpy(),
+            "coverage": now["coverage"].to_numpy(),
+            "coverage_floor": coverage_floor,
             "verdict": verdict,
         },
         index=shared,
     )
     return Report(report, ignored=len(cells) - len(shared))
+
+
+def coverage_margins(cells: pd.DataFrame) -> np.ndarray:
+    """Per cell, how far its mean coverage may fall below its nominal level before it fails:
+    Hoeffding's margin over its replicates' coverages, Bonferroni over the interval cells
+    at family-wise :data:`experiments.baseline.ALPHA` (:func:`hoeffding_margin`); NaN for
+    cells that are not intervals (their comparison is then False)."""
+    intervals = cells["level"].notna().to_numpy()
+    tests = max(1, int(np.count_nonzero(intervals)))
+    margins = [
+        hoeffding_margin(int(replicates), tests, ALPHA) if interval else math.nan
+        for replicates, interval in zip(cells["replicates"], intervals, strict=True)
+    ]
+    return np.asarray(margins, dtype=np.float64)
 
 
 def _moved_lines(moved: pd.DataFrame, cells: int) -> list[str]:
@@ -246,6 +280,9 @@ def _moved_lines(moved: pd.DataFrame, cells: int) -> list[str]:
         dataset, subset, statistic, label, epsilon = key
         if row["verdict"] == "FAILED":
             now, ratio = f"{row['failed']}/{row['replicates']} rows failed", "-"
+        elif row["verdict"] == "UNDERCOVERS":
+            now = f"coverage {row['coverage']:.3f} < {row['coverage_floor']:.3f}"
+            ratio = f"{row['ratio']:.3f}"
         else:
             now, ratio = f"{row['now']:.5g}", f"{row['ratio']:.3f}"
         tol = row["tolerance"]
@@ -280,7 +317,7 @@ def _moved_lines(moved: pd.DataFrame, cells: int) -> list[str]:
 def render(report: Report, *, seconds: float | None = None) -> str:
     """The table of cells that moved, notes on the failing verdicts, and a one-line summary."""
     cells = report.cells
-    moved = cells[~cells["identical"]].copy()
+    moved = cells[~cells["identical"] | (cells["verdict"] != "ok")].copy()
     severity = np.where(
         moved["verdict"] == "ok", 0.0, 1.0 + np.nan_to_num(moved["log_ratio"].abs(), nan=1e9)
     )
@@ -302,7 +339,8 @@ def render(report: Report, *, seconds: float | None = None) -> str:
         head = (
             f"regression gate FAILED: {bad} of {len(cells)} cells "
             f"({int(counts.get('WORSE', 0))} worse, {int(counts.get('BETTER?', 0))} "
-            f"suspiciously better, {int(counts.get('FAILED', 0))} with failed rows)"
+            f"suspiciously better, {int(counts.get('UNDERCOVERS', 0))} under-covering, "
+            f"{int(counts.get('FAILED', 0))} with failed rows)"
         )
     lines.append(f"{head}; {exact}{extra}{timing}")
     return "\n".join(lines)

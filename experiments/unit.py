@@ -191,10 +191,11 @@ def _cell(
             )
         else:
             problem = _check_release(mechanism, release, sample, truth, unit, settings)
-            measured = (
-                _point_fields(statistic, bounded, truth, sample, settings) if not problem else {}
-            )
-            estimates = None if problem else sample
+            if problem is None:
+                measured, estimates = (
+                    _point_fields(statistic, bounded, truth, sample, settings),
+                    sample,
+                )
         if problem is None:
             fields.update(true_value=truth, **measured)
     except UnitTimeout:

@@ -84,6 +84,8 @@ def test_every_configured_mechanism_has_a_sound_cdf(path) -> None:
     if entry.get("_target_", "").startswith("mechanisms.peers."):
         pytest.importorskip(entry["_target_"].split(".")[2].split("_")[0])
     entry = mechanism_entry(entry)
+    if "median_interval" in entry.cls.statistics:
+        pytest.skip("an interval's output is a pair, checked by interval_problem instead")
     data = np.random.default_rng(5).normal(0.5, 1.0, 101)
     delta = 1e-3 if entry.takes_delta else None
     for epsilon in (0.1, 1.0):

@@ -64,6 +64,7 @@ def test_every_marked_number_is_in_a_marker_the_script_fills(numbers: ModuleType
             "mean_table",
             "ptr_table",
             "trimmed_median_table",
+            "intervals_table",
         }
     )
 

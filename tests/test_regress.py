@@ -26,6 +26,8 @@ from experiments.plan import build_plan
 from experiments.results import SUMMARY_COLUMNS
 from experiments.run import run
 from mechanisms.duff import Duff
+from mechanisms.intervals.nonprivate import sign_test_rank
+from mechanisms.intervals.order_statistic import DPOrderStatistic
 from mechanisms.smooth_cauchy import SmoothCauchy
 
 STUDY = {"duff", "quantile_em", "smooth_cauchy", "smooth_laplace", "laplace_ln"}
@@ -35,6 +37,7 @@ MEAN_AND_MODE = {"laplace_mean", "gaussian_mean", "trimmed_mean_student_t"} | {
     "report_noisy_max",
     "stability_histogram",
 }
+INTERVALS = {"dp_order_statistic", "drechsler_expmech", "subsample_aggregate"}
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +114,8 @@ def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> P
                     "trials": 50,
                     "mean_abs_error": error,
                     "mean_count_gap": error,
+                    "mean_width": error,
+                    "coverage": 1.0,
                     "rmse": error,
                     "guarantee_epsilon": epsilon,
                     "rho": math.nan,
@@ -135,14 +140,20 @@ def test_committed_baseline_covers_the_study_and_detects_a_30_percent_change(
     cells = baseline.reset_index()
     assert baseline["config_hash"].iloc[0] == plan.config_hash  # regenerate with --update
     # 7 median mechanisms on the median and the 0.1-quantile, Duff + 3 others on the mean,
-    # Duff + 4 others on the mode; 3 datasets, 3 epsilons
-    assert len(cells) == 3 * 3 * (7 * 2 + 4 + 5) and set(cells["dataset"]) == {
+    # Duff + 4 others on the mode, 3 interval methods; 3 datasets, 3 epsilons
+    assert len(cells) == 3 * 3 * (7 * 2 + 4 + 5 + 3) and set(cells["dataset"]) == {
         "normal",
         "uniform",
         "beta",
     }
-    assert set(cells["statistic"]) == {"median", "quantile(0.1)", "mean", "mode"}
-    assert {m.name for m in plan.mechanisms} == STUDY | MEAN_AND_MODE
+    assert set(cells["statistic"]) == {
+        "median",
+        "quantile(0.1)",
+        "mean",
+        "mode",
+        "median_interval(0.05)",
+    }
+    assert {m.name for m in plan.mechanisms} == STUDY | MEAN_AND_MODE | INTERVALS
     assert set(cells["mechanism"]) == {m.label for m in plan.mechanisms}
     assert {0.1, 2.0} <= set(cells["epsilon"])
     assert (cells["replicates"] == plan.datasets[0].replicates).all()
@@ -190,6 +201,46 @@ def test_a_mechanism_run_at_half_epsilon_fails(baseline, tmp_path, monkeypatch) 
     assert "regression gate FAILED" in text and "WORSE" in text and "duff" in text
 
 
+class UnwidenedDPOrderStatistic(DPOrderStatistic):
+    """The DP order-statistic interval at the non-private sign-test ranks: the privacy
+    widening dropped, as after a bad change."""
+
+    def lower_rank(self, n: int) -> int | None:
+        return sign_test_rank(n, self.alpha)
+
+
+def test_an_interval_without_its_privacy_widening_fails(baseline, tmp_path, monkeypatch):
+    patch_class(monkeypatch, "dp_order_statistic", UnwidenedDPOrderStatistic)
+    report = regress.compare(
+        baseline, slice_run(tmp_path, "normal", ["dp_order_statistic"]), require_all=False
+    )
+    cells = report.cells
+    assert len(cells) == 3 and not report.passed
+    assert (cells["verdict"] == "UNDERCOVERS").sum() >= 1  # at eps = 0.1
+    assert set(cells["verdict"]) <= {"UNDERCOVERS", "BETTER?"}  # and narrower everywhere
+    assert "under-covering" in regress.render(report)
+
+
+def test_coverage_margin_is_hoeffding_with_bonferroni(baseline, plan, tmp_path) -> None:
+    cells = baseline.reset_index()
+    interval = cells["statistic"] == "median_interval(0.05)"
+    key = tuple(cells.loc[interval].iloc[0][list(gate_baseline.CELL)])
+    candidate = regress.read_candidate(write_candidate(tmp_path / "c", baseline, plan))
+    margins = regress.coverage_margins(candidate.cells)
+    tests = int(interval.sum())
+    expected = math.sqrt(math.log(tests / gate_baseline.ALPHA) / (2 * 200))
+    np.testing.assert_allclose(margins[np.isfinite(margins)], expected, rtol=1e-12)
+    assert np.isnan(margins).sum() == len(cells) - tests
+    shifted = candidate.cells.copy()
+    for coverage, verdict in (
+        (0.95 - expected + 1e-9, "ok"),
+        (0.95 - expected - 1e-9, "UNDERCOVERS"),
+    ):
+        shifted.loc[key, "coverage"] = coverage
+        report = regress.compare(baseline, regress.Candidate(shifted, candidate.config_hash))
+        assert report.cells.loc[key, "verdict"] == verdict
+
+
 def test_a_noise_mechanism_that_skips_output_clipping_fails(baseline, tmp_path, monkeypatch):
     # Unclipped Cauchy-type noise leaves [0, 1]: its heavy tail multiplies the error.
     patch_class(monkeypatch, "smooth_cauchy", UnclippedSmoothCauchy)
@@ -207,7 +258,7 @@ def test_a_noise_mechanism_that_skips_output_clipping_fails(baseline, tmp_path, 
 def test_one_cell_times_1_3_fails_and_a_copy_passes(baseline, plan, tmp_path, capsys):
     same = write_candidate(tmp_path / "same", baseline, plan)
     assert regress.main(["--candidate", str(same)]) == 0
-    assert "regression gate PASSED: all 207 cells" in capsys.readouterr().out
+    assert "regression gate PASSED: all 234 cells" in capsys.readouterr().out
 
     rare = baseline.index.get_level_values("statistic") == "mode"  # documented: wider
     loosest = baseline.loc[~rare, "tolerance"].idxmax()
@@ -216,7 +267,7 @@ def test_one_cell_times_1_3_fails_and_a_copy_passes(baseline, plan, tmp_path, ca
         worse = write_candidate(tmp_path / f"worse-{label}", baseline, plan, {cell: 1.3})
         assert regress.main(["--candidate", str(worse / "summary.csv")]) == 1
         out = capsys.readouterr().out
-        assert "FAILED: 1 of 207 cells (1 worse" in out
+        assert "FAILED: 1 of 234 cells (1 worse" in out
         row = next(line for line in out.splitlines() if "WORSE" in line).split()
         expected = [dataset, statistic, label, f"{epsilon:g}", *row[4:6], "1.300", *row[7:8]]
         assert row == [*expected, "WORSE"]
@@ -232,16 +283,16 @@ def test_a_sharp_drop_in_error_fails_as_possibly_not_private(baseline, plan, tmp
 
 
 def test_exact_reproduction_is_reported(baseline, plan) -> None:
-    cells = baseline.assign(failed=0, status_example="")
+    cells = baseline.assign(failed=0, status_example="", coverage=math.nan, level=math.nan)
     candidate = regress.Candidate(cells, plan.config_hash)
     assert regress.compare(baseline, candidate).cells["identical"].all()
     key = baseline.index[5]
     nudged = cells.copy()
     nudged.loc[key, "error"] = np.nextafter(nudged.loc[key, "error"], 1.0)
     report = regress.compare(baseline, regress.Candidate(nudged, plan.config_hash))
-    assert report.passed and report.cells["identical"].sum() == 206
+    assert report.passed and report.cells["identical"].sum() == 233
     text = regress.render(report)
-    assert "cells that moved (1 of 207)" in text and "206/207 cells identical" in text
+    assert "cells that moved (1 of 234)" in text and "233/234 cells identical" in text
 
 
 def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_path, capsys):
@@ -256,7 +307,7 @@ def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_p
         1.5 * baseline.loc[("normal", "", "median", "duff", 0.1), "error"], rel=1e-12
     )
     assert regress.main(["--candidate", str(source), "--baseline", str(target)]) == 0
-    assert "207/207 cells identical" in capsys.readouterr().out
+    assert "234/234 cells identical" in capsys.readouterr().out
 
 
 def _input_error(args: list[str], capsys, match: str) -> str:
@@ -314,7 +365,7 @@ def test_input_errors_exit_2(baseline, plan, tmp_path, capsys) -> None:
     summary[summary["dataset"] != "beta"].to_csv(good / "summary.csv", index=False)
     datasets = [d for d in manifest["numbers"]["datasets"] if d["id"] != "beta"]
     _rewrite_run(good, manifest, {**manifest["numbers"], "datasets": datasets})
-    _input_error(["--candidate", str(good)], capsys, "lacks 69 of the baseline's 207 cells")
+    _input_error(["--candidate", str(good)], capsys, "lacks 78 of the baseline's 234 cells")
     # a broken baseline
     broken = tmp_path / "broken.csv"
     broken.write_text("dataset,mechanism\nnormal,duff\n")

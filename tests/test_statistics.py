@@ -142,7 +142,11 @@ def test_an_option_set_by_both_the_statistic_and_the_entry_is_refused() -> None:
 @pytest.mark.parametrize(
     ("statistics", "message"),
     [
-        (["modes"], r"statistics: unknown statistic 'modes'; valid names: mean, median, mode, "),
+        (
+            ["modes"],
+            r"statistics: unknown statistic 'modes'; valid names: mean, median, "
+            r"median_interval, mode, ",
+        ),
         ([quantiles(1.5)], "statistic 'q': alpha must be a finite number > 0 and < 1"),
         (["median", {**QUANTILES, "options": {"alpha": 0.5}}, quantiles(0.5)], "duplicate"),
         ([], "statistics must not be empty"),

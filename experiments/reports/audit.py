@@ -1,5 +1,9 @@
 """Audit a median mechanism for privacy on neighbouring datasets, from its exact cdf.
 
+Confidence intervals whose two ends are independent releases with exact cdfs
+(the buffered exponential mechanisms of :mod:`mechanisms.intervals`) are audited
+end by end: the loss of the pair is the sum of the ends' (:func:`factor_probabilities`).
+
 For one configured mechanism: pairs of neighbouring datasets under the
 mechanism's declared relation (``guarantee.neighbouring``;
 :func:`experiments.reports.audit_pairs.neighbour_pairs`), both releases cut
@@ -42,7 +46,8 @@ import numpy as np
 
 from experiments.reports.audit_pairs import LOWER, UPPER, cdf_points, neighbour_pairs
 from mechanisms import registry
-from mechanisms.base import Guarantee, Mechanism, Release
+from mechanisms.base import Guarantee, Mechanism, OutputDistribution, Release
+from mechanisms.intervals.base import IntervalRelease
 
 TOLERANCE = 1e-6
 """Relative slack before a statistic above 1 counts as a violation (float noise)."""
@@ -62,6 +67,22 @@ def cell_probabilities(release: Release, points: np.ndarray) -> np.ndarray:
     except NotImplementedError as error:
         raise NoCdfError(str(error)) from error
     return np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+
+
+def factor_probabilities(release: OutputDistribution, points: np.ndarray) -> list[np.ndarray]:
+    """The cell probabilities of each independent factor of a release's output: the release
+    itself for a point estimate; each end for an interval with independent ends
+    (:class:`mechanisms.intervals.base.IndependentEndpoints`: the pair's cells are the
+    products of the ends' cells, so its privacy loss is the sum of theirs; sorting the
+    ends is post-processing).  An interval without independent ends has no exact
+    distribution here (:class:`NoCdfError`)."""
+    if isinstance(release, Release):
+        return [cell_probabilities(release, points)]
+    ends = getattr(release, "ends", None)
+    if not isinstance(release, IntervalRelease) or ends is None:
+        raise NoCdfError(f"{type(release).__name__} has no exact distribution of its output")
+    cdfs = [np.array([end.cdf(float(t)) for t in points]) for end in ends]
+    return [np.diff(np.concatenate([[0.0], cdf, [1.0]])) for cdf in cdfs]
 
 
 def loss_lower_bound(p: np.ndarray, q: np.ndarray, resolution: float) -> float:
@@ -107,7 +128,7 @@ class AuditResult:
         return self.status == "VIOLATION" or self.status.startswith("ERROR")
 
 
-def release_of(mechanism: Mechanism, data: np.ndarray) -> Release:
+def release_of(mechanism: Mechanism, data: np.ndarray) -> OutputDistribution:
     """The release on sorted ``data`` inside ``[LOWER, UPPER]``, the empty dataset included."""
     if data.size == 0:  # ``release`` rejects empty input; ``_release`` is what it calls
         return mechanism._release(data, LOWER, UPPER)
@@ -115,13 +136,23 @@ def release_of(mechanism: Mechanism, data: np.ndarray) -> Release:
 
 
 def pair_statistic(
-    releases: tuple[Release, Release], points: np.ndarray, guarantee: Guarantee, resolution: float
+    releases: tuple[OutputDistribution, OutputDistribution],
+    points: np.ndarray,
+    guarantee: Guarantee,
+    resolution: float,
 ) -> float:
-    """loss/ε (pure DP) or HS/δ (δ > 0) of one pair, the larger of both directions."""
-    p, q = (cell_probabilities(release, points) for release in releases)
+    """loss/ε (pure DP) or HS/δ (δ > 0) of one pair, the larger of both directions; the
+    loss of a release with independent factors (an interval's ends) is the sum of theirs."""
+    first, second = (factor_probabilities(release, points) for release in releases)
     if guarantee.delta == 0:
-        loss = max(loss_lower_bound(p, q, resolution), loss_lower_bound(q, p, resolution))
+        loss = max(
+            sum(loss_lower_bound(p, q, resolution) for p, q in zip(first, second, strict=True)),
+            sum(loss_lower_bound(q, p, resolution) for p, q in zip(first, second, strict=True)),
+        )
         return loss / guarantee.epsilon
+    if len(first) != 1:
+        raise NoCdfError("the (eps, delta) audit of a release with several factors is not exact")
+    (p,), (q,) = first, second
     divergence = max(
         hockey_stick_lower_bound(p, q, guarantee.epsilon, resolution),
         hockey_stick_lower_bound(q, p, guarantee.epsilon, resolution),
@@ -149,6 +180,9 @@ def audit(
         result.guarantee, result.neighbouring = str(guarantee), guarantee.neighbouring.value
         result.epsilon, result.delta = guarantee.epsilon, guarantee.delta
         result.statistic_name = "loss/eps" if guarantee.delta == 0 else "HS/delta"
+        if not math.isfinite(guarantee.epsilon):
+            result.status = "no guarantee (not private)"
+            return result
         rng = np.random.default_rng(seed)
         for pair in neighbour_pairs(rng, guarantee.neighbouring, pairs, max_size, large):
             releases = (release_of(mechanism, pair.first), release_of(mechanism, pair.second))
@@ -176,7 +210,10 @@ def factory_for(name: str, options: dict[str, object], epsilon: float, delta: fl
     def build() -> Mechanism:
         cls = registry.get(name)
         return registry.make(
-            name, epsilon=epsilon, delta=delta if cls.requires_delta else None, **options
+            name,
+            epsilon=epsilon if cls.requires_epsilon else None,  # a non-private reference
+            delta=delta if cls.requires_delta else None,
+            **options,
         )
 
     return build

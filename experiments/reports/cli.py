@@ -7,6 +7,7 @@ Usage::
     duff-plot bounds RESULTS_DIR [...]    # coverage of the theoretical error bounds
     duff-plot peers RESULTS_DIR [...]     # our mechanisms beside OpenDP's and diffprivlib's
     duff-plot quantiles RESULTS_DIR [...] # every quantile mechanism against alpha
+    duff-plot intervals RESULTS_DIR [...] # coverage and width of the median's intervals
     duff-plot mode|mean|ptr RESULTS_DIR   # the studies of experiments.reports.study
     duff-plot trimmed-median RESULTS_DIR  # is the paper's LaplaceLN a trimmed mean?
 
@@ -33,6 +34,7 @@ from experiments.reports import (
     bounds_coverage,
     figure1,
     figure2,
+    intervals,
     peers_table,
     quantiles,
     study,
@@ -59,6 +61,7 @@ COMMANDS: dict[str, ReportCommand] = {
     "bounds": bounds_coverage,
     "peers": peers_table,
     "quantiles": quantiles,
+    "intervals": intervals,
     "mode": study.MODE,
     "mean": study.MEAN,
     "ptr": study.PTR,

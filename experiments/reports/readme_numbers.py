@@ -34,6 +34,7 @@ from experiments.reports.readme_values import (
     figure1_numbers,
     figure2_block,
     figure2_numbers,
+    intervals_block,
     mean_block,
     mode_block,
     peers_block,
@@ -74,6 +75,7 @@ BLOCKS = {
     "mean_table": mean_block,
     "ptr_table": ptr_block,
     "trimmed_median_table": trimmed_block,
+    "intervals_table": intervals_block,
 }
 
 

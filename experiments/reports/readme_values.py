@@ -28,12 +28,13 @@ REFERENCE = (
     "figure1_plugin/run.json figure1_bounds/bounds_coverage.md figure2/figure2_table.md "
     "figure2/run.json peers/peers_table.md peers/run.json audit/audit.json "
     "figure1_replace_one/run.json quantiles/quantiles_table.md mode/mode_table.md "
-    "mean/mean_table.md ptr/ptr_table.md trimmed_mean_hypothesis/trimmed_median_table.md"
+    "mean/mean_table.md ptr/ptr_table.md trimmed_mean_hypothesis/trimmed_median_table.md "
+    "intervals/intervals_table.md audit/audit_intervals.json"
 )
 SOURCES = tuple(f"results/reference/{name}" for name in REFERENCE.split())
 F1, F1_RUN, F1_STUDY, F1_NRS07, PLUGIN, PLUGIN_RUN = SOURCES[:6]
 BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT, F1_NRS07_RUN, QUANTILES = SOURCES[6:14]
-MODE, MEAN, PTR, TRIMMED = SOURCES[14:]
+MODE, MEAN, PTR, TRIMMED, INTERVALS, AUDIT_INTERVALS = SOURCES[14:]
 BASELINE, BENCH = "results/baselines/regression.csv", "benchmarks/results.md"
 SOURCES += (BASELINE, BENCH)
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -223,6 +224,10 @@ def trimmed_block(root: Path) -> str:
     return marked_block(root, TRIMMED)
 
 
+def intervals_block(root: Path) -> str:
+    return marked_block(root, INTERVALS)
+
+
 def _row_ratios(block: str, name: str) -> list[float]:
     """The ``…×`` numbers of the rows of a study block whose mechanism starts with ``name``."""
     rows = [line for line in block.splitlines() if line.startswith(f"| {name}")]
@@ -348,7 +353,8 @@ def sweep_numbers(root: Path) -> Numbers:
 
 
 def audit_numbers(root: Path) -> Numbers:
-    """Largest privacy loss / ε per pure-DP mechanism; largest HS / δ with a guarantee."""
+    """Largest privacy loss / ε per pure-DP mechanism (the median's, and the intervals' whose
+    ends have exact cdfs); largest HS / δ with a guarantee."""
     summary = value(root, AUDIT, "summary")
     out = {}
     for label in ("duff", "quantile_em", "smooth_cauchy", "laplace_global"):
@@ -360,6 +366,9 @@ def audit_numbers(root: Path) -> Numbers:
     ]
     if not divergences or None in divergences:
         raise NumbersError(f"{AUDIT}: no HS/delta maximum of a mechanism with a guarantee")
+    for label in ("dp_order_statistic", "drechsler_expmech"):
+        loss = value(root, AUDIT_INTERVALS, "summary", label, "max")
+        out[f"audit.{label}"] = fixed(loss, 3)
     return out | {"audit.hs": sci(max(divergences), 2)}
 
 

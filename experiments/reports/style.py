@@ -17,7 +17,8 @@ follows from the data of the run, never from the label's spelling:
   neighbours (for the smooth-sensitivity mechanisms, the smooth sensitivity of
   Nissim, Raskhodnikova & Smith, "Smooth sensitivity and sampling in private data
   analysis", NRS07) keeps its marker and hue, in a lighter tint, dash-dotted,
-  named "…, NRS07 replace-one SS";
+  named "…, NRS07 replace-one SS" (not the confidence intervals, each defined for
+  one relation only);
 * any other mechanism (a plug-in) is named by its class's ``display_name``
   (recorded in ``run.json``; its label when the class gives none) and gets a
   colour and marker chosen from the label's text (CRC-32, not Python's salted
@@ -68,6 +69,11 @@ class Family:
     """Has a private ("public") and a non-private ("oracle") tuning of its parameters."""
     smooth: bool = False
     """Noise scaled to a smooth sensitivity (replace-one neighbours: NRS07's)."""
+    fixed_neighbouring: bool = False
+    """Defined for one neighbouring relation only (the confidence intervals of
+    :mod:`mechanisms.intervals`): never drawn or named as a replace-one variant."""
+    reference: bool = False
+    """Not private (ε = ∞): a reference line, never named "tuned on the data"."""
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -123,6 +129,39 @@ FAMILIES: tuple[Family, ...] = (
         options={"target": "approx_dp"},
         tuned=True,
         smooth=True,
+    ),
+    Family(
+        "nonprivate_order_statistic",
+        "nonprivate_order_statistic",
+        "Non-private order statistics",
+        "#333333",
+        "o",
+        fixed_neighbouring=True,
+        reference=True,
+    ),
+    Family(
+        "dp_order_statistic",
+        "dp_order_statistic",
+        "DP order statistics (union bound)",
+        "#1b9e77",
+        "s",
+        fixed_neighbouring=True,
+    ),
+    Family(
+        "drechsler_expmech",
+        "drechsler_expmech",
+        "ExpMech (Drechsler et al.)",
+        "#e7298a",
+        "^",
+        fixed_neighbouring=True,
+    ),
+    Family(
+        "subsample_aggregate",
+        "subsample_aggregate",
+        "Subsample and aggregate",
+        "#7570b3",
+        "D",
+        fixed_neighbouring=True,
     ),
 )
 """The built-in families, in drawing order."""
@@ -180,8 +219,11 @@ class Kind:
 
     @property
     def replace_one(self) -> bool:
-        """A built-in family run with replace-one neighbours (NRS07's sensitivity)."""
-        return self.known and self.neighbouring == REPLACE_ONE
+        """A built-in family run with replace-one neighbours (NRS07's sensitivity), as a
+        variant of its add/remove version."""
+        return (
+            self.known and self.neighbouring == REPLACE_ONE and not self.family.fixed_neighbouring
+        )
 
     @property
     def oracle(self) -> bool:
@@ -247,7 +289,7 @@ def style_of(kind: Kind) -> Style:
     family, name = kind.family, kind.display_name or kind.family.name
     if kind.public_tuning:
         name += ", public tuning"
-    elif not kind.private and not family.tuned:
+    elif not kind.private and not family.tuned and not family.reference:
         name += ", tuned on the data"
     if kind.replace_one:
         name += ", NRS07 replace-one SS" if family.smooth else ", replace-one"

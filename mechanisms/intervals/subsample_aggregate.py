@@ -58,8 +58,7 @@ from mechanisms.intervals.base import (
     IntervalRelease,
 )
 from mechanisms.intervals.nonprivate import order_statistic_coverage, sign_test_rank
-from mechanisms.registry import make as make_mechanism
-from mechanisms.registry import register, resolve
+from mechanisms.registry import configure, register, resolve
 
 DEFAULT_BLOCKS = 10
 """Default ``k`` (sign-test pair ``(2, 9)``, nominal 0.9785 at α = 0.05), chosen on
@@ -183,7 +182,7 @@ class SubsampleAggregate(IntervalMechanism):
 
     def _configured(self, estimator: str | Mechanism) -> Mechanism:
         if isinstance(estimator, str):
-            return make_mechanism(estimator, epsilon=self.epsilon, delta=self.delta)
+            return configure(self._kind, epsilon=self.epsilon, delta=self.delta)
         if estimator.epsilon != self.epsilon or estimator.delta != self.delta:
             raise ValueError(
                 f"epsilon: the estimator {estimator!r} has other privacy parameters than "
