@@ -7,7 +7,8 @@ what a sweep pays per (dataset, mechanism, ε): ``mechanism.release(data, bounds
 ``release.sample(trials, rng)``.  Its cost is divided by the time of
 ``np.sort(data)`` measured in the same loop (interleaved, so both see the same
 machine load); the ratio is the median over repetitions, each repetition timing
-the sort and every mechanism once.  Times are CPU times of this process
+the sort and every mechanism once (and ``np.partition`` around the median once,
+the floor of a release by selection).  Times are CPU times of this process
 (:func:`time.process_time`; everything here is single-threaded), which other
 load on the machine disturbs much less than wall time.  ``*_public`` mechanisms cache their tuning
 per ``(ε, δ, n)`` (:func:`functools.lru_cache`), as in a sweep: a warm-up call
@@ -76,6 +77,13 @@ def one_sort(data: np.ndarray) -> float:
     return time.process_time() - start
 
 
+def one_partition(data: np.ndarray) -> float:
+    """``np.partition`` around the median: the floor of a selection-based release."""
+    start = time.process_time()
+    np.partition(data, data.size // 2)
+    return time.process_time() - start
+
+
 def measure(n: int, trials: int, budget: float, seed: int) -> dict[str, object]:
     """Ratios to np.sort at size ``n``; repetitions until ``budget`` seconds (3 to 50)."""
     rng = np.random.default_rng(seed)
@@ -85,18 +93,21 @@ def measure(n: int, trials: int, budget: float, seed: int) -> dict[str, object]:
     first_call = {label: one_release(m, data, trials, rng) for label, m in made.items()}
     one_sort(data)
     sorts: list[float] = []
+    partitions: list[float] = []
     times: dict[str, list[float]] = {label: [] for label in made}
     start, repetitions = time.perf_counter(), 0
     while repetitions < 3 or (time.perf_counter() - start < budget and repetitions < 50):
         for label, mechanism in made.items():
             sorts.append(one_sort(data))
             times[label].append(one_release(mechanism, data, trials, rng))
+        partitions.append(one_partition(data))
         repetitions += 1
     sort_seconds = statistics.median(sorts)
     return {
         "n": n,
         "repetitions": repetitions,
         "sort_seconds": sort_seconds,
+        "partition_ratio": statistics.median(partitions) / sort_seconds,
         "seconds": {label: statistics.median(t) for label, t in times.items()},
         "ratio": {label: statistics.median(t) / sort_seconds for label, t in times.items()},
         "first_call_seconds": first_call,

@@ -48,7 +48,10 @@ def figure1(overrides: list[str]):
 
 
 def tree_cpu_seconds() -> float:
-    """User + system CPU time of this process and every live descendant."""
+    """User + system CPU time of this process and every descendant, live or ended: each live
+    process's own time plus that of its ended children, which it reaped (a worker pool shut
+    down between two readings moves its time from the live sum to its parent's
+    ``children_*`` fields, so the difference of two readings never goes negative)."""
     me = psutil.Process()
     total = 0.0
     for process in [me, *me.children(recursive=True)]:
@@ -56,7 +59,7 @@ def tree_cpu_seconds() -> float:
             times = process.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        total += times.user + times.system
+        total += times.user + times.system + times.children_user + times.children_system
     return total
 
 

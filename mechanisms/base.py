@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 import numpy as np
 
+from mechanisms.selection import OrderStatistics
+
 if TYPE_CHECKING:
     from mechanisms.error_bounds import Bound
 
@@ -277,7 +279,7 @@ def sorted_bounded(x: np.ndarray, lower: float, upper: float, method: str) -> np
     return bounded
 
 
-def lower_median(sorted_x: np.ndarray, lower: float) -> float:
+def lower_median(sorted_x: np.ndarray | OrderStatistics, lower: float) -> float:
     """The lower median ``x_(ceil(n/2))`` of sorted data; ``lower`` for empty data."""
     if sorted_x.size == 0:
         return float(lower)
@@ -399,7 +401,14 @@ class Mechanism(ABC, Generic[ReleaseT]):
             )
         x = check_data(data)
         lower, upper = check_bounds(bounds)
-        return self._release(sorted_bounded(x, lower, upper, self.bounding), lower, upper)
+        order = OrderStatistics(bound_data(x, lower, upper, self.bounding), (lower, upper))
+        return self._release_from(order, lower, upper)
+
+    def _release_from(self, order: OrderStatistics, lower: float, upper: float) -> ReleaseT:
+        """Build the release from the order statistics of the bounded data: by default
+        :meth:`_release` on all of them, sorted.  A mechanism that reads only a window of
+        ranks overrides this and sorts only the window (:mod:`mechanisms.selection`)."""
+        return self._release(order.sorted(), lower, upper)
 
     @abstractmethod
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> ReleaseT:

@@ -57,6 +57,7 @@ from mechanisms.duff_utility import QuantileDistance
 from mechanisms.quantile_em import check_alpha
 from mechanisms.registry import register
 from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
+from mechanisms.selection import OrderStatistics
 
 
 def gap_utility(n: int, gaps: np.ndarray) -> np.ndarray:
@@ -181,7 +182,15 @@ class Duff(Mechanism[Release]):
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
-        n = sorted_x.size
+        return self._release_from(OrderStatistics.of_sorted(sorted_x), lower, upper)
+
+    def _release_from(self, order: OrderStatistics, lower: float, upper: float) -> Release:
+        """The EM reads only the window of ranks around its mode where the weights do not
+        underflow: selection, not a sort (:mod:`mechanisms.selection`); a subclass that
+        replaces :meth:`_release` gets the sorted data, as the hook promises."""
+        if type(self)._release is not Duff._release:
+            return super()._release_from(order, lower, upper)
+        n = order.size
         half_epsilon = 0.5 * score_epsilon(self.epsilon, n)
         distance = QuantileDistance.of(n, self.alpha, self.neighbouring)
         median = self.alpha == 0.5 and self.neighbouring is Neighbouring.ADD_REMOVE
@@ -192,14 +201,13 @@ class Duff(Mechanism[Release]):
             u *= half_epsilon
             return u
 
-        true_value = float(lower) if n == 0 else float(sorted_x[distance.rank - 1])
         return PiecewiseUniformRelease(
-            sorted_x,
+            order,
             lower,
             upper,
             log_score,
             mode=distance.mode,
-            true_value=true_value,
+            true_rank=distance.rank if n else 0,
             sampler=self.sampler,
         )
 

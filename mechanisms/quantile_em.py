@@ -67,6 +67,7 @@ from mechanisms.registry import register
 if TYPE_CHECKING:
     from mechanisms.error_bounds import Bound
 from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
+from mechanisms.selection import OrderStatistics
 
 
 def check_alpha(alpha: float) -> float:
@@ -163,7 +164,15 @@ class QuantileEM(Mechanism[Release]):
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
-        n, alpha = sorted_x.size, self.alpha
+        return self._release_from(OrderStatistics.of_sorted(sorted_x), lower, upper)
+
+    def _release_from(self, order: OrderStatistics, lower: float, upper: float) -> Release:
+        """The EM reads only the window of ranks around its mode where the weights do not
+        underflow: selection, not a sort (:mod:`mechanisms.selection`); a subclass that
+        replaces :meth:`_release` gets the sorted data, as the hook promises."""
+        if type(self)._release is not QuantileEM._release:
+            return super()._release_from(order, lower, upper)
+        n, alpha = order.size, self.alpha
         scale = score_epsilon(self.epsilon, n) / (2.0 * self.sensitivity)
 
         def log_score(gaps: np.ndarray) -> np.ndarray:
@@ -173,14 +182,13 @@ class QuantileEM(Mechanism[Release]):
 
         whole, fraction = split_alpha_n(n, alpha)
         mode = whole + (fraction > 0.5)  # the gap index nearest to alpha·n
-        true_value = quantile_value(sorted_x, alpha, lower)
         return PiecewiseUniformRelease(
-            sorted_x,
+            order,
             lower,
             upper,
             log_score,
             mode=mode,
-            true_value=true_value,
+            true_rank=quantile_rank(n, alpha) if n else 0,
             sampler=self.sampler,
         )
 

@@ -82,10 +82,15 @@ import numpy as np
 
 from mechanisms.base import Release, check_choice, check_rng, check_size, lower_median
 from mechanisms.racing import RacingSampler
+from mechanisms.selection import OrderStatistics
 
 UNDERFLOW_MARGIN = -math.log(np.finfo(np.float64).tiny)
 """708.4: a gap whose weight is below ``e^-708.4 = 2**-1022`` (the smallest normal
 float64) times the largest gets weight 0 in the sampler and the cdf."""
+
+GUESS_SPACING = math.log(2.0**20)
+"""How much narrower than the average spacing ``(b − a)/(n + 1)`` the gaps at the mode
+may be before the window selected in advance is too small (module docstring)."""
 
 SAMPLERS = ("inverse_cdf", "racing")
 """How :meth:`PiecewiseUniformRelease.sample` picks the gap (class docstring)."""
@@ -116,20 +121,30 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _checked_data(sorted_x: np.ndarray, lower: float, upper: float, mode: int) -> np.ndarray:
-    """``sorted_x`` as float64 after checking its shape, the bounds and the mode's range."""
-    x = np.asarray(sorted_x, dtype=np.float64)
-    if x.ndim != 1:
-        raise ValueError(f"sorted_x must be 1-D, got shape {x.shape}")
+def _checked_data(
+    sorted_x: np.ndarray | OrderStatistics, lower: float, upper: float, mode: int
+) -> OrderStatistics:
+    """The order statistics of ``sorted_x`` after checking its shape, the bounds and the
+    mode's range."""
+    if isinstance(sorted_x, OrderStatistics):
+        order = sorted_x
+    else:
+        x = np.asarray(sorted_x, dtype=np.float64)
+        if x.ndim != 1:
+            raise ValueError(f"sorted_x must be 1-D, got shape {x.shape}")
+        order = OrderStatistics.of_sorted(x)
     if not (math.isfinite(upper - lower) and lower < upper):
         raise ValueError(
             f"bounds: need a < b with b - a finite in float64, got ({lower!r}, {upper!r})"
         )
-    if x.size and not (lower <= x[0] and x[-1] <= upper):
-        raise ValueError("sorted_x must lie inside [lower, upper]")
-    if not 0 <= mode <= x.size:
-        raise ValueError(f"mode must be a gap index in 0..{x.size}, got {mode!r}")
-    return x
+    known = order.within is not None and lower <= order.within[0] and order.within[1] <= upper
+    if order.size and not known:
+        smallest, largest = order.extremes()
+        if not (lower <= smallest and largest <= upper):
+            raise ValueError("sorted_x must lie inside [lower, upper]")
+    if not 0 <= mode <= order.size:
+        raise ValueError(f"mode must be a gap index in 0..{order.size}, got {mode!r}")
+    return order
 
 
 class PiecewiseUniformRelease(Release):
@@ -138,10 +153,12 @@ class PiecewiseUniformRelease(Release):
     Parameters
     ----------
     sorted_x:
-        The bounded data, sorted, inside ``[lower, upper]`` (length ``n``).  A
-        reference is kept (no copy); the caller must not modify it afterwards.
-        Sortedness is checked only inside the window (a full check would cost a
-        pass over the data); the bounds are checked.
+        The bounded data, sorted, inside ``[lower, upper]`` (length ``n``), or their
+        :class:`mechanisms.selection.OrderStatistics`, of which only the window is
+        then sorted (selection, ``O(n)``).  A reference is kept (no copy); the
+        caller must not modify it afterwards.  Sortedness is checked only inside
+        the window (a full check would cost a pass over the data); the bounds are
+        checked.
     lower, upper:
         The public bounds ``a < b``; ``upper - lower`` must be finite in float64.
     log_score:
@@ -152,8 +169,9 @@ class PiecewiseUniformRelease(Release):
         non-increasing on ``mode..n``.
     mode:
         A gap index where ``log_score`` is largest.
-    true_value:
-        The non-private statistic; defaults to the lower median
+    true_value, true_rank:
+        The non-private statistic, or its rank ``k`` (``x_(k)``; ``lower`` for
+        ``k = 0``), read once the window is sorted; defaults to the lower median
         (:func:`mechanisms.base.lower_median`).
     sampler:
         ``"inverse_cdf"`` (default): the gap by inversion of the window's
@@ -174,13 +192,14 @@ class PiecewiseUniformRelease(Release):
 
     def __init__(
         self,
-        sorted_x: np.ndarray,
+        sorted_x: np.ndarray | OrderStatistics,
         lower: float,
         upper: float,
         log_score: LogScore,
         mode: int,
         *,
         true_value: float | None = None,
+        true_rank: int | None = None,
         sampler: str = "inverse_cdf",
     ) -> None:
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
@@ -189,11 +208,14 @@ class PiecewiseUniformRelease(Release):
         self.lower = float(lower)
         self.upper = float(upper)
         self.n = n
-        self.true_value = lower_median(x, lower) if true_value is None else float(true_value)
         self._x = x
         self._log_score = log_score
         self._full_log_masses: np.ndarray | None = None
 
+        x.select(lambda: self._likely_positions(int(mode)))
+        if true_rank is not None:
+            true_value = float(lower) if true_rank == 0 else float(x[true_rank - 1])
+        self.true_value = lower_median(x, lower) if true_value is None else float(true_value)
         start, stop = self._window(int(mode))
         edges = self._edges(start, stop + 1)
         lengths = np.diff(edges)
@@ -267,26 +289,45 @@ class PiecewiseUniformRelease(Release):
         value = self._edge(mode)
         candidates = {
             mode,
-            *(int(np.searchsorted(self._x, value, side)) for side in ("left", "right")),
+            self._x.searchsorted(value, "left"),
+            self._x.searchsorted(value, "right"),
         }
         near = [g for g in sorted(candidates) if g <= self.n and self._edge(g + 1) > self._edge(g)]
-        # Scores are monotone on each side of the mode: probe at distances 2**k
-        # and stop at the first probe below the cut (so the window is at most
-        # twice the exact one; the extra gaps have weight 0).
+        scores = self._log_score(np.asarray(near, dtype=np.int64))
+        floor = max(
+            float(score) + math.log(self._edge(g + 1) - self._edge(g))
+            for g, score in zip(near, scores, strict=True)
+        )
+        return self._probe(mode, floor)
+
+    def _probe(self, mode: int, floor: float) -> tuple[int, int]:
+        """The window of the gaps whose score is at least ``floor − 708.4 − log(b − a)``.
+
+        Scores are monotone on each side of the mode: probe at distances 2**k and stop
+        at the first probe below the cut (so the window is at most twice the exact one;
+        the extra gaps have weight 0).  Reads no data.
+        """
         steps = 1 << np.arange(max(self.n, 1).bit_length() + 1, dtype=np.int64)
         left = mode - steps[steps <= mode]
         right = mode + steps[steps <= self.n - mode]
-        scores = self._log_score(np.concatenate([near, left, right]).astype(np.int64))
-        floor = max(
-            float(score) + math.log(self._edge(g + 1) - self._edge(g))
-            for g, score in zip(near, scores, strict=False)
-        )
+        scores = self._log_score(np.concatenate([left, right]))
         cut = floor - UNDERFLOW_MARGIN - math.log(self.upper - self.lower)
-        below_cut = scores[len(near) :] < cut
+        below_cut = scores < cut
         left_out, right_out = below_cut[: left.size], below_cut[left.size :]
         start = int(left[left_out.argmax()]) + 1 if left_out.any() else 0
         stop = int(right[right_out.argmax()]) if right_out.any() else self.n + 1
         return start, stop
+
+    def _likely_positions(self, mode: int) -> tuple[int, int]:
+        """Array positions ``[start, stop)`` that the window most likely reads: the window
+        of :meth:`_probe` for a largest log mass ``GUESS_SPACING`` times below that of a
+        gap of length ``(b − a)/(n + 1)`` at the mode (reads no data).  Data more
+        concentrated than that only cost another selection pass
+        (:class:`mechanisms.selection.OrderStatistics`)."""
+        spacing = math.log((self.upper - self.lower) / (self.n + 1)) - GUESS_SPACING
+        floor = float(self._log_score(np.array([mode], dtype=np.int64))[0]) + spacing
+        start, stop = self._probe(mode, floor)
+        return start - 1, stop + 1  # gap i is [x_(i), x_(i+1)]: positions i - 1 and i
 
     # ------------------------------------------------------------------ views
 

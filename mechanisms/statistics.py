@@ -115,40 +115,41 @@ class OrderStatistic(Statistic):
         return np.maximum(between, 0)
 
 
-def one_per_alpha(cls: Any, options: dict[str, Any]) -> list[Statistic]:
-    """``cls(alpha)`` for each ``alpha`` of a config entry's options (a number or a list)."""
-    alphas = options.pop("alpha", None)
-    if options:
-        raise ValueError(f"{cls.kind}: unknown options {', '.join(sorted(options))}")
-    if not isinstance(alphas, list | tuple):
-        alphas = [alphas]
-    return [cls(alpha) for alpha in alphas]
-
-
 @dataclass(frozen=True)
-class Quantile(OrderStatistic):
-    """The α-quantile ``x_(ceil(α·n))`` (module docstring)."""
+class AlphaStatistic(Statistic):
+    """A statistic with a level ``alpha`` in (0, 1) that the mechanisms are given; a config
+    entry stands for one per ``alpha`` (a number or a list of numbers)."""
 
     alpha: float
-    kind: ClassVar[str] = "quantile"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "alpha", check_alpha(self.alpha))
 
     @classmethod
     def from_config(cls, **options: Any) -> list[Statistic]:
-        """One quantile per ``alpha`` (a number or a list of numbers)."""
-        return one_per_alpha(cls, options)
+        alphas = options.pop("alpha", None)
+        if options:
+            raise ValueError(f"{cls.kind}: unknown options {', '.join(sorted(options))}")
+        if not isinstance(alphas, list | tuple):
+            alphas = [alphas]
+        return [cls(alpha) for alpha in alphas]
 
     @property
     def id(self) -> str:
-        return f"quantile({self.alpha!r})"
-
-    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
-        return quantile_value(sorted_x, self.alpha, lower)
+        return f"{self.kind}({self.alpha!r})"
 
     def mechanism_options(self) -> dict[str, Any]:
         return {"alpha": self.alpha}
+
+
+@dataclass(frozen=True)
+class Quantile(OrderStatistic, AlphaStatistic):
+    """The α-quantile ``x_(ceil(α·n))`` (module docstring)."""
+
+    kind: ClassVar[str] = "quantile"
+
+    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
+        return quantile_value(sorted_x, self.alpha, lower)
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ class Mode(Statistic):
 
 
 @dataclass(frozen=True)
-class MedianInterval(Statistic):
+class MedianInterval(AlphaStatistic):
     """A confidence interval for the median at level ``1 − α`` (``alpha`` is the miscoverage).
 
     The methods are those of :mod:`mechanisms.intervals` (kind ``"median_interval"``),
@@ -210,27 +211,11 @@ class MedianInterval(Statistic):
     an array of shape ``(trials, 2)``: the intervals ``[lo, hi]``.
     """
 
-    alpha: float
     kind: ClassVar[str] = "median_interval"
     interval: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", check_alpha(self.alpha))
-
-    @classmethod
-    def from_config(cls, **options: Any) -> list[Statistic]:
-        """One interval statistic per ``alpha`` (a number or a list of numbers)."""
-        return one_per_alpha(cls, options)
-
-    @property
-    def id(self) -> str:
-        return f"median_interval({self.alpha!r})"
-
     def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
         return lower_median(sorted_x, lower)
-
-    def mechanism_options(self) -> dict[str, Any]:
-        return {"alpha": self.alpha}
 
 
 MEDIAN = Median()

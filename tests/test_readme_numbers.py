@@ -120,7 +120,12 @@ def test_a_changed_json_reference_is_named(numbers: ModuleType, references: Path
     ("source", "pattern", "new", "key"),
     [
         ("PEERS", r"(\| normal \| 0\.1 \| )[^|]+", "0.0999 ", "table peers_table line 4"),
-        ("BENCH", r"(\| smooth_laplace(?: \| [^|]+){2} \| )[^|]+", "9.99 ", "bench.cost_1e5_max"),
+        (
+            "BENCH",
+            r"(\| smooth_laplace_q0\.1(?: \| [^|]+){2} \| )[^|]+",
+            "99.9 ",
+            "bench.cost_1e5_max",
+        ),
         ("BOUNDS", r"(\| quantile_em \|(?: [^|]+ \|){4} )[^|]+", "0.9 (1) ", "bounds.qem_cover"),
         ("AUDIT", r'("duff": \{\s*"statistic": "loss/eps",\s*"max": )[^,]+', "0.5", "audit.duff"),
         ("BASELINE", r"(\nbeta,,(?:median,)?)duff,", "other,", "gate.mechanisms"),
