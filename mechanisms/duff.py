@@ -56,7 +56,12 @@ from mechanisms.base import (
 from mechanisms.duff_utility import QuantileDistance
 from mechanisms.quantile_em import check_alpha
 from mechanisms.registry import register
-from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
+from mechanisms.sampling import (
+    SAMPLERS,
+    PiecewiseUniformRelease,
+    WindowedMechanism,
+    score_epsilon,
+)
 from mechanisms.selection import OrderStatistics
 
 
@@ -108,7 +113,7 @@ def utility(
 
 
 @register
-class Duff(Mechanism[Release]):
+class Duff(WindowedMechanism):
     """EM with the dataset-distance utility for the α-quantile; ε-DP for the chosen neighbouring.
 
     The registered name ``duff`` stands for the whole family: a sweep pairing it with the
@@ -181,15 +186,7 @@ class Duff(Mechanism[Release]):
             epsilon=self.epsilon, delta=0.0, neighbouring=self.neighbouring, source=source
         )
 
-    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
-        return self._release_from(OrderStatistics.of_sorted(sorted_x), lower, upper)
-
-    def _release_from(self, order: OrderStatistics, lower: float, upper: float) -> Release:
-        """The EM reads only the window of ranks around its mode where the weights do not
-        underflow: selection, not a sort (:mod:`mechanisms.selection`); a subclass that
-        replaces :meth:`_release` gets the sorted data, as the hook promises."""
-        if type(self)._release is not Duff._release:
-            return super()._release_from(order, lower, upper)
+    def _release_window(self, order: OrderStatistics, lower: float, upper: float) -> Release:
         n = order.size
         half_epsilon = 0.5 * score_epsilon(self.epsilon, n)
         distance = QuantileDistance.of(n, self.alpha, self.neighbouring)

@@ -55,7 +55,6 @@ import numpy as np
 
 from mechanisms.base import (
     Guarantee,
-    Mechanism,
     Neighbouring,
     Release,
     check_choice,
@@ -66,7 +65,12 @@ from mechanisms.registry import register
 
 if TYPE_CHECKING:
     from mechanisms.error_bounds import Bound
-from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
+from mechanisms.sampling import (
+    SAMPLERS,
+    PiecewiseUniformRelease,
+    WindowedMechanism,
+    score_epsilon,
+)
 from mechanisms.selection import OrderStatistics
 
 
@@ -120,7 +124,7 @@ def quantile_value(sorted_x: np.ndarray, alpha: float, lower: float) -> float:
 
 
 @register
-class QuantileEM(Mechanism[Release]):
+class QuantileEM(WindowedMechanism):
     """EM with the rank utility of eq. 2.2; ε-DP for the chosen neighbouring.
 
     Options: ``alpha`` (the quantile, in (0, 1); 0.5 = median),
@@ -163,15 +167,7 @@ class QuantileEM(Mechanism[Release]):
             ),
         )
 
-    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
-        return self._release_from(OrderStatistics.of_sorted(sorted_x), lower, upper)
-
-    def _release_from(self, order: OrderStatistics, lower: float, upper: float) -> Release:
-        """The EM reads only the window of ranks around its mode where the weights do not
-        underflow: selection, not a sort (:mod:`mechanisms.selection`); a subclass that
-        replaces :meth:`_release` gets the sorted data, as the hook promises."""
-        if type(self)._release is not QuantileEM._release:
-            return super()._release_from(order, lower, upper)
+    def _release_window(self, order: OrderStatistics, lower: float, upper: float) -> Release:
         n, alpha = order.size, self.alpha
         scale = score_epsilon(self.epsilon, n) / (2.0 * self.sensitivity)
 

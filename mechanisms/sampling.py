@@ -76,11 +76,19 @@ from __future__ import annotations
 
 import math
 import sys
+from abc import abstractmethod
 from collections.abc import Callable
 
 import numpy as np
 
-from mechanisms.base import Release, check_choice, check_rng, check_size, lower_median
+from mechanisms.base import (
+    Mechanism,
+    Release,
+    check_choice,
+    check_rng,
+    check_size,
+    lower_median,
+)
 from mechanisms.racing import RacingSampler
 from mechanisms.selection import OrderStatistics
 
@@ -388,3 +396,26 @@ class PiecewiseUniformRelease(Release):
         out[inside] = before + (self._cumulative[gap] - before) * fraction
         out[np.isnan(q)] = np.nan
         return out
+
+
+class WindowedMechanism(Mechanism[Release]):
+    """A mechanism whose release reads only a window of order statistics (a rank EM whose
+    :class:`PiecewiseUniformRelease` materialises only the gaps of nonzero weight): it is
+    built from the bounded data's :class:`mechanisms.selection.OrderStatistics` by
+    :meth:`_release_window`, so ``release`` selects the window instead of sorting.
+
+    ``_release(sorted_x)`` stays the hook a subclass may replace: one that does gets the
+    fully sorted data, as :class:`mechanisms.base.Mechanism` promises.
+    """
+
+    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+        return self._release_window(OrderStatistics.of_sorted(sorted_x), lower, upper)
+
+    def _release_from(self, order: OrderStatistics, lower: float, upper: float) -> Release:
+        if type(self)._release is not WindowedMechanism._release:
+            return super()._release_from(order, lower, upper)
+        return self._release_window(order, lower, upper)
+
+    @abstractmethod
+    def _release_window(self, order: OrderStatistics, lower: float, upper: float) -> Release:
+        """Build the release from the order statistics of data inside ``[lower, upper]``."""
