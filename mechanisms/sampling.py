@@ -38,7 +38,12 @@ the scores at distances ``2**k`` from the mode (one vectorised call; the window
 is at most twice the necessary one).  The cost after the sort is therefore
 ``O(window + log n)``, with a window of about ``2·(708 + log((b - a)/len))``
 divided by the score drop per gap (~2000 gaps for Duff at ε = 1), and ``O(n)``
-only when ε is so small that every gap counts.  ``log_masses`` and
+only when ε is so small that every gap counts.  Given the unsorted data's
+:class:`mechanisms.selection.OrderStatistics` instead of sorted data, the release
+first sorts the window it will most likely read (the same probes, with the largest
+log mass guessed from the average spacing minus :data:`GUESS_SPACING`), by
+selection in ``O(n)``; any read outside it widens it, so the release is the same,
+bit for bit, whatever the guess.  ``log_masses`` and
 ``probabilities`` cover all gaps and are computed on first use.
 ``sample(size)`` costs ``O(size · log window)``.
 
@@ -97,8 +102,9 @@ UNDERFLOW_MARGIN = -math.log(np.finfo(np.float64).tiny)
 float64) times the largest gets weight 0 in the sampler and the cdf."""
 
 GUESS_SPACING = math.log(2.0**20)
-"""How much narrower than the average spacing ``(b − a)/(n + 1)`` the gaps at the mode
-may be before the window selected in advance is too small (module docstring)."""
+"""``ln 2**20``: the gaps at the mode may be up to ``2**20`` times narrower than the average
+spacing ``(b − a)/(n + 1)`` before the window selected in advance is too small (module
+docstring)."""
 
 SAMPLERS = ("inverse_cdf", "racing")
 """How :meth:`PiecewiseUniformRelease.sample` picks the gap (class docstring)."""
@@ -328,8 +334,8 @@ class PiecewiseUniformRelease(Release):
 
     def _likely_positions(self, mode: int) -> tuple[int, int]:
         """Array positions ``[start, stop)`` that the window most likely reads: the window
-        of :meth:`_probe` for a largest log mass ``GUESS_SPACING`` times below that of a
-        gap of length ``(b − a)/(n + 1)`` at the mode (reads no data).  Data more
+        of :meth:`_probe` for a largest mass ``2**20`` times below that of a gap of length
+        ``(b − a)/(n + 1)`` at the mode (:data:`GUESS_SPACING`; reads no data).  Data more
         concentrated than that only cost another selection pass
         (:class:`mechanisms.selection.OrderStatistics`)."""
         spacing = math.log((self.upper - self.lower) / (self.n + 1)) - GUESS_SPACING
