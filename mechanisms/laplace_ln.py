@@ -70,12 +70,12 @@ import math
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from mechanisms.base import Guarantee, Neighbouring, Release, check_choice
-from mechanisms.noise import Scale, StandardNoise, log_ratio
+from mechanisms.noise import NoiseMechanism, Scale, StandardNoise, log_ratio
 from mechanisms.registry import register
 from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
 from mechanisms.tuning import Penalty, TunedNoiseMechanism, minimise, reference_smooth_sensitivity
@@ -239,38 +239,54 @@ def public_parameters(
     return optimal_parameters(reference_smooth_sensitivity(n, neighbouring), epsilon)
 
 
-def cdp_epsilon_of(name: str, epsilon: float, delta: float, target: str) -> float:
-    """The CDP parameter ``ε_c`` of LaplaceLN noise (ρ = ε_c²/2): ``epsilon`` itself
-    (``target="zcdp"``) or the one whose zCDP guarantee converts to exactly (ε, δ)-DP
-    (``"approx_dp"``, :func:`cdp_epsilon_for`); ``ValueError`` when ρ overflows float64."""
-    cdp_epsilon = epsilon if target == "zcdp" else cdp_epsilon_for(epsilon, delta)
-    if not cdp_epsilon <= MAX_CDP_EPSILON:
-        raise ValueError(
-            f"epsilon: {name}'s zCDP parameter rho = eps_c²/2 overflows float64 for a "
-            f"CDP epsilon eps_c above {MAX_CDP_EPSILON:.4g} (target={target!r}), "
-            f"got epsilon={epsilon!r}"
+class ZCDPNoiseMechanism(NoiseMechanism):
+    """LaplaceLN noise calibrated in zero-concentrated DP, shared by the median's
+    :class:`LaplaceLogNormal` and the trimmed mean's
+    :class:`mechanisms.trimmed_mean_noise.TrimmedMeanLaplaceLN`.
+
+    Option ``target``: ``"zcdp"`` (the CDP parameter ``ε_c`` is ``epsilon`` itself,
+    ρ = ε_c²/2) or ``"approx_dp"`` (the ``ε_c`` whose zCDP guarantee converts to exactly
+    (ε, δ)-DP, :func:`cdp_epsilon_for`); ``ValueError`` when ρ overflows float64.  The
+    guarantee is ρ-zCDP reported as (ε', δ)-DP (:func:`zcdp_to_dp`), flagged as not
+    covering the release when the parameters are tuned on the private data.
+    """
+
+    requires_delta = True
+    tuning: str
+    zcdp_source: ClassVar[str]
+    """The guarantee's ``source``: the noise and the zCDP-to-DP conversion, with references."""
+
+    def __init__(
+        self, *, epsilon: float, delta: float | None = None, target: str = "zcdp", **options: Any
+    ) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, **options)
+        self.target = check_choice(target, TARGETS, "target")
+        cdp_epsilon = self.epsilon
+        if self.target == "approx_dp":
+            cdp_epsilon = cdp_epsilon_for(self.epsilon, self.required_delta)
+        if not cdp_epsilon <= MAX_CDP_EPSILON:
+            raise ValueError(
+                f"epsilon: {self.name}'s zCDP parameter rho = eps_c²/2 overflows float64 for a "
+                f"CDP epsilon eps_c above {MAX_CDP_EPSILON:.4g} (target={self.target!r}), "
+                f"got epsilon={self.epsilon!r}"
+            )
+        self.cdp_epsilon = cdp_epsilon
+
+    @property
+    def guarantee(self) -> Guarantee:
+        rho = 0.5 * self.cdp_epsilon**2
+        return Guarantee(
+            epsilon=zcdp_to_dp(rho, self.required_delta),
+            delta=self.required_delta,
+            neighbouring=self.neighbouring,
+            rho=rho,
+            data_dependent_tuning=self.tuning == "oracle",
+            source=self.zcdp_source,
         )
-    return cdp_epsilon
-
-
-def zcdp_guarantee(
-    cdp_epsilon: float, delta: float, neighbouring: Neighbouring, *, oracle: bool, source: str
-) -> Guarantee:
-    """ρ = ε_c²/2-zCDP reported as (ε', δ)-DP (:func:`zcdp_to_dp`); ``oracle`` (parameters
-    tuned on the private data) flags it as not covering the release."""
-    rho = 0.5 * cdp_epsilon**2
-    return Guarantee(
-        epsilon=zcdp_to_dp(rho, delta),
-        delta=delta,
-        neighbouring=neighbouring,
-        rho=rho,
-        data_dependent_tuning=oracle,
-        source=source,
-    )
 
 
 @register
-class LaplaceLogNormal(TunedNoiseMechanism):
+class LaplaceLogNormal(ZCDPNoiseMechanism, TunedNoiseMechanism):
     """``T(S) + SS_t/s · X e^{σY}``: ε_c²/2-zCDP, reported also as (ε', δ)-DP.
 
     Options: ``target`` (``"zcdp"``: ε is the CDP parameter; ``"approx_dp"``:
@@ -280,29 +296,7 @@ class LaplaceLogNormal(TunedNoiseMechanism):
     """
 
     name = "laplace_ln"
-    requires_delta = True
-
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        delta: float | None = None,
-        target: str = "zcdp",
-        **options: Any,
-    ) -> None:
-        super().__init__(epsilon=epsilon, delta=delta, **options)
-        self.target = check_choice(target, TARGETS, "target")
-        self.cdp_epsilon = cdp_epsilon_of(self.name, self.epsilon, self.required_delta, self.target)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return zcdp_guarantee(
-            self.cdp_epsilon,
-            self.required_delta,
-            self.neighbouring,
-            oracle=self.tuning == "oracle",
-            source="Bun & Steinke 2019, sec. 3.1 (LLN); zCDP => DP by Bun & Steinke 2016 Prop. 1.3",
-        )
+    zcdp_source = "Bun & Steinke 2019, sec. 3.1 (LLN); zCDP => DP by Bun & Steinke 2016 Prop. 1.3"
 
     def _limit_scale(self, width: float) -> Scale:
         """``(b - a)/ε_c``: the scale in the tiny-ε limit ``t = 0``, ``s = ε_c`` (``SS_0 = b - a``).

@@ -73,11 +73,9 @@ from mechanisms.base import (
     mean_value,
 )
 from mechanisms.laplace_ln import (
-    TARGETS,
     StandardLaplaceLogNormal,
-    cdp_epsilon_of,
+    ZCDPNoiseMechanism,
     optimal_parameters,
-    zcdp_guarantee,
 )
 from mechanisms.noise import NoiseMechanism, Scale, StandardNoise
 from mechanisms.registry import register
@@ -205,30 +203,15 @@ class TrimmedMeanNoise(NoiseMechanism):
 
 
 @register
-class TrimmedMeanLaplaceLN(TrimmedMeanNoise):
+class TrimmedMeanLaplaceLN(ZCDPNoiseMechanism, TrimmedMeanNoise):
     """Trimmed mean + Laplace log-normal noise: ε_c²/2-zCDP (replace-one), reported as (ε', δ)."""
 
     name = "trimmed_mean_laplace_ln"
     display_name = "Trimmed mean + LaplaceLN"
-    requires_delta = True
-
-    def __init__(
-        self, *, epsilon: float, delta: float | None = None, target: str = "zcdp", **options: Any
-    ) -> None:
-        super().__init__(epsilon=epsilon, delta=delta, **options)
-        self.target = check_choice(target, TARGETS, "target")
-        self.cdp_epsilon = cdp_epsilon_of(self.name, self.epsilon, self.required_delta, self.target)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return zcdp_guarantee(
-            self.cdp_epsilon,
-            self.required_delta,
-            self.neighbouring,
-            oracle=self.tuning == "oracle",
-            source="Bun & Steinke 2019: trimmed mean + LLN noise (sec. 3.1); zCDP => DP "
-            "by Bun & Steinke 2016 Prop. 1.3",
-        )
+    zcdp_source = (
+        "Bun & Steinke 2019: trimmed mean + LLN noise (sec. 3.1); zCDP => DP "
+        "by Bun & Steinke 2016 Prop. 1.3"
+    )
 
     def choose_parameters(self, ss: TrimmedMeanSmoothSensitivity) -> NoiseParameters:
         if self.tuning == "public":
