@@ -12,7 +12,10 @@ follows from the data of the run, never from the label's spelling:
 * the ``private`` column of ``summary.csv`` tells a tuned family's two variants
   apart: parameters tuned on the private data (the paper's "oracle" choice,
   ``private`` False) are drawn plain, parameters chosen from public information
-  only (``private`` True) dashed, named "…, public tuning";
+  only (``private`` True) dashed, named "…, public tuning"; a mechanism that is not
+  private for another reason is named "…, tuned on the data", unless its rows claim
+  no guarantee at all (``guarantee_epsilon`` ∞: a non-private reference such as the
+  sign-test interval, whose name says so);
 * the ``neighbouring`` column: a built-in family run with ``replace_one``
   neighbours (for the smooth-sensitivity mechanisms, the smooth sensitivity of
   Nissim, Raskhodnikova & Smith, "Smooth sensitivity and sampling in private data
@@ -72,8 +75,6 @@ class Family:
     fixed_neighbouring: bool = False
     """Defined for one neighbouring relation only (the confidence intervals of
     :mod:`mechanisms.intervals`): never drawn or named as a replace-one variant."""
-    reference: bool = False
-    """Not private (ε = ∞): a reference line, never named "tuned on the data"."""
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -137,7 +138,6 @@ FAMILIES: tuple[Family, ...] = (
         "#333333",
         "o",
         fixed_neighbouring=True,
-        reference=True,
     ),
     Family(
         "dp_order_statistic",
@@ -207,6 +207,9 @@ class Kind:
     """The ``neighbouring`` column (``""`` when unknown)."""
     display_name: str = ""
     """The class's own ``display_name`` (run.json); shown instead of the family's name."""
+    unguarded: bool = False
+    """The rows' ``guarantee_epsilon`` is ∞: a non-private reference (the sign-test
+    interval), not private for want of any guarantee rather than by tuning on the data."""
 
     @property
     def known(self) -> bool:
@@ -266,15 +269,18 @@ def family_of(
     )
 
 
-def kind_of(info: MechanismInfo, private: bool | None, neighbouring: str | None) -> Kind:
+def kind_of(
+    info: MechanismInfo, private: bool | None, neighbouring: str | None, unguarded: bool = False
+) -> Kind:
     """The :class:`Kind` of a run.json entry, given its rows' ``private`` and
-    ``neighbouring`` values (None when it has no ok row: then its options decide)."""
+    ``neighbouring`` values (None when it has no ok row: then its options decide) and
+    whether they claim no guarantee (ε = ∞)."""
     if private is None:
         private = info.options.get("tuning") != "oracle"
     if neighbouring is None:
         neighbouring = str(info.options.get("neighbours", ""))
     family = family_of(info.name, info.options, info.label, info.display_name)
-    return Kind(info.label, family, private, neighbouring, info.display_name)
+    return Kind(info.label, family, private, neighbouring, info.display_name, unguarded)
 
 
 def tint(colour: str, amount: float = TINT) -> str:
@@ -289,7 +295,7 @@ def style_of(kind: Kind) -> Style:
     family, name = kind.family, kind.display_name or kind.family.name
     if kind.public_tuning:
         name += ", public tuning"
-    elif not kind.private and not family.tuned and not family.reference:
+    elif not kind.private and not family.tuned and not kind.unguarded:
         name += ", tuned on the data"
     if kind.replace_one:
         name += ", NRS07 replace-one SS" if family.smooth else ", replace-one"
@@ -352,14 +358,16 @@ class Palette:
 
 def palette(results: Results) -> Palette:
     """The :class:`Palette` of a results directory: each label's kind from its run.json
-    entry and the ``private`` / ``neighbouring`` values of its ok rows."""
+    entry and the ``private`` / ``neighbouring`` / ``guarantee_epsilon`` values of its ok
+    rows."""
     ok = results.summary.loc[results.summary["status"] == "ok"]
     kinds = {}
     for label, info in results.mechanisms.items():
         rows = ok.loc[ok["mechanism"] == label]
         private = bool(rows["private"].all()) if len(rows) else None
         neighbouring = str(rows["neighbouring"].iloc[0]) if len(rows) else None
-        kinds[label] = kind_of(info, private, neighbouring)
+        unguarded = bool(len(rows)) and bool(np.isinf(rows["guarantee_epsilon"]).all())
+        kinds[label] = kind_of(info, private, neighbouring, unguarded)
     return Palette(kinds)
 
 
