@@ -37,6 +37,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -158,10 +159,9 @@ class SyntheticDataset(Dataset):
         return np.asarray(draw(size=self.n, **dict(self.params)), dtype=np.float64)
 
     def population_median(self) -> float:
-        """The law's median (:func:`scipy_law`), clipped to the bounds: clipping is monotone,
+        """The law's median (:func:`law_median`), clipped to the bounds: clipping is monotone,
         so it maps a median of ``X`` to a median of ``clip(X, a, b)``."""
-        median = float(scipy_law(self.distribution, dict(self.params)).median())
-        return min(max(median, self.lower), self.upper)
+        return min(max(law_median(self.distribution, self.params), self.lower), self.upper)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -235,6 +235,13 @@ def scipy_law(distribution: str, params: Mapping[str, float]) -> Any:
         "uniform": lambda: stats.uniform(p.get("low", 0.0), p.get("high", 1.0) - p.get("low", 0.0)),
     }
     return laws[distribution]()
+
+
+@lru_cache(maxsize=64)
+def law_median(distribution: str, params: tuple[tuple[str, float], ...]) -> float:
+    """The median of :func:`scipy_law` (cached: building a scipy law costs ~1 ms, and every
+    interval cell of a sweep asks for it)."""
+    return float(scipy_law(distribution, dict(params)).median())
 
 
 @dataclass(frozen=True)
