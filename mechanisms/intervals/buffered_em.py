@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -131,8 +132,11 @@ def buffered_em(
     )
 
 
+@lru_cache(maxsize=4096)
 def failure_bound(n: int, rank: int, *, kappa: float, log_rho: float) -> float:
     """``F(k) = P(B <= k) + Σ_{c > k} P(B = c)·min(1, ρe^{−κ(c − k)})``, ``B ~ Bin(n, 1/2)``.
+
+    Cached: every release of a method at the same ``(n, ε, α)`` reports the same bound.
 
     The bound on ``P(L > m)`` of the module docstring.  The weights are 1 up to
     ``d = c − k <= ln ρ/κ``; beyond, the terms are summed while ``κ·d`` grows by
