@@ -35,7 +35,8 @@ from pathlib import Path
 import psutil
 from hydra import compose, initialize_config_dir
 
-from experiments.plan import CONF_DIR, build_plan
+from experiments.conf_files import CONF_DIR
+from experiments.plan import build_plan
 from experiments.results import read_summary
 from experiments.run import run
 

@@ -39,6 +39,8 @@ def _baseline_path() -> Path:
 
 BASELINE = _baseline_path()
 """The project's baseline: ``results/baselines/regression.csv`` (shipped with the package)."""
+EXPERIMENT = "regression"
+"""The Hydra experiment whose sweep the gate runs (``conf/experiment/regression.yaml``)."""
 ALPHA = 0.01
 """Family-wise false-alarm rate of the gate (Bonferroni over the cells)."""
 MIN_EFFECT = math.log(1.1)
@@ -47,7 +49,7 @@ CELL = ("dataset", "subset", "statistic", "mechanism", "epsilon")
 GATE_METRICS = {"mode": "mean_count_gap", "median_interval": "mean_width"}
 """The ``summary.csv`` column a cell's error is read from, by statistic kind (any other kind:
 ``mean_abs_error``): for a confidence interval, its mean width (its coverage is checked
-against the nominal level instead, :func:`experiments.regress.compare`)."""
+against the nominal level instead, :func:`experiments.gate_verdicts.compare`)."""
 BASELINE_COLUMNS = (
     *CELL,
     "replicates",

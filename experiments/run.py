@@ -56,6 +56,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from experiments.conf_files import CONF_DIR
 from experiments.config import (
     ConfigError,
     check_backend,
@@ -64,7 +65,7 @@ from experiments.config import (
     worker_count,
 )
 from experiments.datasets import DatasetError
-from experiments.plan import CONF_DIR, Plan, Unit, build_plan
+from experiments.plan import Plan, Unit, build_plan
 from experiments.provenance import git_state, package_versions
 from experiments.results import (
     ESTIMATES_FILE,

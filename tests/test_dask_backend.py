@@ -153,7 +153,7 @@ def test_slurm_launcher_config_composes() -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     from hydra import compose, initialize_config_dir
 
-    from experiments.plan import CONF_DIR
+    from experiments.conf_files import CONF_DIR
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(

@@ -12,8 +12,8 @@ import pytest
 from conftest import CONF_DIR
 
 from experiments import vertebral
+from experiments.conf_files import load_entry
 from experiments.datasets import DatasetError, build_datasets
-from experiments.plan import load_entry
 from experiments.vertebral import (
     VERTEBRAL_MEASUREMENTS,
     load_vertebral,

@@ -7,8 +7,9 @@ import pytest
 from omegaconf import OmegaConf
 
 import mechanisms
+from experiments.conf_files import CONF_DIR
 from experiments.metrics import CDF_POINTS, cdf_problem
-from experiments.plan import CONF_DIR, mechanism_entry
+from experiments.plan import mechanism_entry
 
 LOWER, UPPER = -2.0, 3.0
 

@@ -12,7 +12,8 @@ from conftest import CONF_DIR, GAUSSIAN, LAPLACE, tiny_overrides
 from omegaconf import OmegaConf
 
 import mechanisms
-from experiments.plan import ConfigError, build_plan, group_names, load_entry, mechanism_entry
+from experiments.conf_files import group_names, load_entry
+from experiments.plan import ConfigError, build_plan, mechanism_entry
 from experiments.seeding import data_rng, noise_rng, seed_sequence, stable_int
 
 PAPER_EPSILONS = [0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]

@@ -21,7 +21,7 @@ from results_helpers import default_value
 
 import mechanisms
 from experiments import baseline as gate_baseline
-from experiments import regress
+from experiments import gate_verdicts, regress
 from experiments.plan import build_plan
 from experiments.results import SUMMARY_COLUMNS
 from experiments.run import run
@@ -184,20 +184,22 @@ def test_tolerance_is_a_bonferroni_z_test_with_a_minimum_effect() -> None:
 
 def test_a_clean_run_passes(baseline, tmp_path) -> None:
     candidate = slice_run(tmp_path, "normal", ["quantile_em", "smooth_laplace_public"])
-    report = regress.compare(baseline, candidate, require_all=False)
+    report = gate_verdicts.compare(baseline, candidate, require_all=False)
     assert len(report.cells) == 2 * 2 * 3  # mechanisms × statistics × ε
-    assert report.passed, regress.render(report)
-    assert "regression gate PASSED: all 12 cells within tolerance" in regress.render(report)
+    assert report.passed, gate_verdicts.render(report)
+    assert "regression gate PASSED: all 12 cells within tolerance" in gate_verdicts.render(report)
 
 
 def test_a_mechanism_run_at_half_epsilon_fails(baseline, tmp_path, monkeypatch) -> None:
     patch_class(monkeypatch, "duff", HalfEpsilonDuff)
-    report = regress.compare(baseline, slice_run(tmp_path, "beta", ["duff"]), require_all=False)
+    report = gate_verdicts.compare(
+        baseline, slice_run(tmp_path, "beta", ["duff"]), require_all=False
+    )
     assert not report.passed
     cells = report.cells
     assert (cells["verdict"] == "WORSE").sum() >= 2
     assert (cells["ratio"] > 1.3).sum() >= 2  # twice the noise: far beyond any tolerance
-    text = regress.render(report)
+    text = gate_verdicts.render(report)
     assert "regression gate FAILED" in text and "WORSE" in text and "duff" in text
 
 
@@ -211,14 +213,14 @@ class UnwidenedDPOrderStatistic(DPOrderStatistic):
 
 def test_an_interval_without_its_privacy_widening_fails(baseline, tmp_path, monkeypatch):
     patch_class(monkeypatch, "dp_order_statistic", UnwidenedDPOrderStatistic)
-    report = regress.compare(
+    report = gate_verdicts.compare(
         baseline, slice_run(tmp_path, "normal", ["dp_order_statistic"]), require_all=False
     )
     cells = report.cells
     assert len(cells) == 3 and not report.passed
     assert (cells["verdict"] == "UNDERCOVERS").sum() >= 1  # at eps = 0.1
     assert set(cells["verdict"]) <= {"UNDERCOVERS", "BETTER?"}  # and narrower everywhere
-    assert "under-covering" in regress.render(report)
+    assert "under-covering" in gate_verdicts.render(report)
 
 
 def test_coverage_margin_is_hoeffding_with_bonferroni(baseline, plan, tmp_path) -> None:
@@ -226,7 +228,7 @@ def test_coverage_margin_is_hoeffding_with_bonferroni(baseline, plan, tmp_path) 
     interval = cells["statistic"] == "median_interval(0.05)"
     key = tuple(cells.loc[interval].iloc[0][list(gate_baseline.CELL)])
     candidate = regress.read_candidate(write_candidate(tmp_path / "c", baseline, plan))
-    margins = regress.coverage_margins(candidate.cells)
+    margins = gate_verdicts.coverage_margins(candidate.cells)
     tests = int(interval.sum())
     expected = math.sqrt(math.log(tests / gate_baseline.ALPHA) / (2 * 200))
     np.testing.assert_allclose(margins[np.isfinite(margins)], expected, rtol=1e-12)
@@ -237,19 +239,19 @@ def test_coverage_margin_is_hoeffding_with_bonferroni(baseline, plan, tmp_path) 
         (0.95 - expected - 1e-9, "UNDERCOVERS"),
     ):
         shifted.loc[key, "coverage"] = coverage
-        report = regress.compare(baseline, regress.Candidate(shifted, candidate.config_hash))
+        report = gate_verdicts.compare(baseline, regress.Candidate(shifted, candidate.config_hash))
         assert report.cells.loc[key, "verdict"] == verdict
 
 
 def test_a_noise_mechanism_that_skips_output_clipping_fails(baseline, tmp_path, monkeypatch):
     # Unclipped Cauchy-type noise leaves [0, 1]: its heavy tail multiplies the error.
     patch_class(monkeypatch, "smooth_cauchy", UnclippedSmoothCauchy)
-    report = regress.compare(
+    report = gate_verdicts.compare(
         baseline, slice_run(tmp_path, "uniform", ["smooth_cauchy"]), require_all=False
     )
     assert not report.passed
     assert (report.cells["verdict"] == "WORSE").all()
-    assert "regression gate FAILED: 6 of 6 cells (6 worse" in regress.render(report)
+    assert "regression gate FAILED: 6 of 6 cells (6 worse" in gate_verdicts.render(report)
 
 
 # --------------------------------------------------------- candidate files, CLI
@@ -285,13 +287,13 @@ def test_a_sharp_drop_in_error_fails_as_possibly_not_private(baseline, plan, tmp
 def test_exact_reproduction_is_reported(baseline, plan) -> None:
     cells = baseline.assign(failed=0, status_example="", coverage=math.nan, level=math.nan)
     candidate = regress.Candidate(cells, plan.config_hash)
-    assert regress.compare(baseline, candidate).cells["identical"].all()
+    assert gate_verdicts.compare(baseline, candidate).cells["identical"].all()
     key = baseline.index[5]
     nudged = cells.copy()
     nudged.loc[key, "error"] = np.nextafter(nudged.loc[key, "error"], 1.0)
-    report = regress.compare(baseline, regress.Candidate(nudged, plan.config_hash))
+    report = gate_verdicts.compare(baseline, regress.Candidate(nudged, plan.config_hash))
     assert report.passed and report.cells["identical"].sum() == 224
-    text = regress.render(report)
+    text = gate_verdicts.render(report)
     assert "cells that moved (1 of 225)" in text and "224/225 cells identical" in text
 
 

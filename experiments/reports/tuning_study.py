@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 import mechanisms
+from experiments.conf_files import CONF_DIR, load_entry
 from experiments.datasets import build_datasets
-from experiments.plan import CONF_DIR, load_entry
 from mechanisms.base import Neighbouring, lower_median
 from mechanisms.laplace_ln import StandardLaplaceLogNormal, optimal_sigma
 from mechanisms.noise import AdditiveNoiseRelease, StandardLaplace, StandardNoise
