@@ -20,6 +20,7 @@ mechanism or an ε to a sweep therefore adds streams and changes none.
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from mechanisms.base import check_integer
 from mechanisms.statistics import MEDIAN
 
 
+@lru_cache(maxsize=1 << 14, typed=True)  # typed: True and 1 are different keys
 def stable_int(value: str | float | int) -> int:
     """A 64-bit integer determined by ``value`` alone.
 

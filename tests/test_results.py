@@ -189,6 +189,24 @@ def test_error_metrics_by_hand() -> None:
     assert math.isnan(error_metrics(np.array([1.0]), 0.0)["sd_abs_error"])
 
 
+def test_error_metrics_are_numpys_mean_and_std_bit_for_bit() -> None:
+    """The metrics written out as sums equal numpy's mean / std(ddof=1) exactly, so results
+    computed before and after agree bit for bit (Cauchy-tailed errors at many scales)."""
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        size = int(rng.integers(1, 300))
+        estimates = rng.standard_cauchy(size) * 10.0 ** rng.integers(-8, 9)
+        truth = float(rng.normal())
+        metrics = error_metrics(estimates, truth)
+        errors = estimates - truth
+        absolute = np.abs(errors)
+        assert metrics["mean_abs_error"] == float(absolute.mean())
+        assert metrics["rmse"] == float(np.sqrt(np.mean(errors * errors)))
+        assert metrics["mean_error"] == float(errors.mean())
+        if size > 1:
+            assert metrics["sd_abs_error"] == float(absolute.std(ddof=1))
+
+
 @pytest.mark.parametrize(
     ("estimates", "clipped", "message"),
     [
