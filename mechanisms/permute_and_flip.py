@@ -40,8 +40,9 @@ from __future__ import annotations
 import numpy as np
 
 from mechanisms.mode_release import ModeMechanism, ModeRelease, check_flag
+from mechanisms.noisy_max_noise import Noise, noise_scale
 from mechanisms.registry import register
-from mechanisms.report_noisy_max import Noise, noise_scale, noisy_max_release
+from mechanisms.report_noisy_max import noisy_max_release
 
 
 @register

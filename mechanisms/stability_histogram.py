@@ -34,7 +34,7 @@ Exact distribution: the noisy max over the present values only
 (:func:`mechanisms.report_noisy_max.noisy_max_release` with ``unseen=False``), whose
 integrals start at ``τ``; ``P(⊥) = Π_y F(τ - n_y)`` (``F`` the Laplace cdf) in closed
 form.  ε above ``2**40/(n + 1)`` is lowered to it
-(:data:`mechanisms.report_noisy_max.LOG_RANGE`); ``τ`` is then computed at that ε, so
+(:data:`mechanisms.noisy_max_noise.LOG_RANGE`); ``τ`` is then computed at that ε, so
 ``δ'`` is still ``δ``: (ε, δ)-DP holds.
 """
 
@@ -47,8 +47,9 @@ import numpy as np
 
 from mechanisms.base import Guarantee, Neighbouring
 from mechanisms.mode_release import ModeMechanism, ModeRelease
+from mechanisms.noisy_max_noise import Noise, noise_scale
 from mechanisms.registry import register
-from mechanisms.report_noisy_max import Noise, noise_scale, noisy_max_release
+from mechanisms.report_noisy_max import noisy_max_release
 
 
 def release_threshold(scale: float, delta: float) -> float:
