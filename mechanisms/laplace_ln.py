@@ -75,10 +75,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mechanisms.base import Guarantee, Neighbouring, Release, check_choice
+from mechanisms.monotone_search import SortedData
 from mechanisms.noise import NoiseMechanism, Scale, StandardNoise, log_ratio
 from mechanisms.registry import register
 from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
-from mechanisms.tuning import Penalty, TunedNoiseMechanism, minimise, reference_smooth_sensitivity
+from mechanisms.tuning import (
+    Penalty,
+    TunedNoiseMechanism,
+    first_evaluated,
+    minimise,
+    reference_smooth_sensitivity,
+)
 
 SIGMA_MAX = 2.0
 MAX_CDP_EPSILON = math.sqrt(sys.float_info.max)
@@ -170,11 +177,13 @@ def optimal_sigma(t: np.ndarray | float, epsilon: float) -> np.ndarray:
     """
     t = np.asarray(t, dtype=np.float64)
     sigma = t / epsilon + np.cbrt(t / (5.0 * epsilon))
+    five_e, five_t, fifteen_e, ten_t = 5.0 * epsilon, 5.0 * t, 15.0 * epsilon, 10.0 * t
     for _ in range(100):
-        f = 5.0 * epsilon * sigma**3 - 5.0 * t * sigma**2 - t
-        step = f / (15.0 * epsilon * sigma**2 - 10.0 * t * sigma)
+        square = sigma**2
+        f = five_e * sigma**3 - five_t * square - t
+        step = f / (fifteen_e * square - ten_t * sigma)
         sigma = sigma - step
-        if np.all(np.abs(step) <= 1e-13 * sigma):  # f has rounding noise ~1e-16·|terms|
+        if (np.abs(step) <= 1e-13 * sigma).all():  # f has rounding noise ~1e-16·|terms|
             break
     return sigma
 
@@ -204,6 +213,7 @@ def _stationary_t(k: np.ndarray, epsilon: float) -> np.ndarray:
     return np.where(ek >= 2.0 * math.sqrt(5.0), t_for_sigma(sigma, epsilon), 0.0)
 
 
+@lru_cache(maxsize=256)  # one object per ε: minimise caches its grid per penalty
 def _penalty(epsilon: float) -> Penalty:
     def value(t: np.ndarray) -> np.ndarray:
         sigma = optimal_sigma(t, epsilon)
@@ -216,19 +226,36 @@ def _penalty(epsilon: float) -> Penalty:
     )
 
 
+def search_interval(epsilon: float) -> tuple[float, float] | None:
+    """``[1e-16·t_max, t_max]``, where t is searched; ``None`` in the tiny-ε limit (module
+    docstring)."""
+    hi = float(t_for_sigma(SIGMA_MAX, epsilon))
+    if 1e-16 * hi < sys.float_info.min:
+        return None
+    return 1e-16 * hi, hi
+
+
 def optimal_parameters(ss: QuantileSmoothSensitivity, epsilon: float) -> LaplaceLogNormalParameters:
     """``(t, σ, s)`` minimising the noise standard deviation at CDP parameter ε (section 3.1.1).
 
     ``t = σ = 0, s = ε`` when ε is so small that this limit is the minimum
     (module docstring, "Tiny ε").
     """
-    hi = float(t_for_sigma(SIGMA_MAX, epsilon))
-    if 1e-16 * hi < sys.float_info.min:
-        return LaplaceLogNormalParameters(t=0.0, sigma=0.0, s=epsilon)
-    t = minimise(ss.log, _penalty(epsilon), 1e-16 * hi, hi).beta
+    return _tuned(ss, epsilon)[0]
+
+
+def _tuned(
+    ss: QuantileSmoothSensitivity, epsilon: float
+) -> tuple[LaplaceLogNormalParameters, float | None]:
+    """:func:`optimal_parameters` and ``log SS_t`` at the chosen t (``None`` for t = 0)."""
+    interval = search_interval(epsilon)
+    if interval is None:
+        return LaplaceLogNormalParameters(t=0.0, sigma=0.0, s=epsilon), None
+    best = minimise(ss.log, _penalty(epsilon), *interval)
+    t = best.beta
     sigma = min(float(optimal_sigma(t, epsilon)), SIGMA_MAX)  # any σ > t/ε is private
     s = math.exp(-1.5 * sigma**2) * (epsilon - t / sigma)
-    return LaplaceLogNormalParameters(t=t, sigma=sigma, s=s)
+    return LaplaceLogNormalParameters(t=t, sigma=sigma, s=s), best.log_ss
 
 
 @lru_cache(maxsize=1024)
@@ -307,17 +334,27 @@ class LaplaceLogNormal(ZCDPNoiseMechanism, TunedNoiseMechanism):
             return Scale.ratio(width, self.cdp_epsilon)
         return Scale.exp(math.log(width) - log_cdp_epsilon_for(self.epsilon, self.required_delta))
 
-    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+    def smallest_beta(self, n: int) -> float | None:
+        if self.tuning == "public":
+            return self._public_parameters(n).t or None
+        interval = search_interval(self.cdp_epsilon)
+        return None if interval is None else first_evaluated(*interval)
+
+    def _public_parameters(self, n: int) -> LaplaceLogNormalParameters:
+        return public_parameters(self.cdp_epsilon, self.public_size(n), self.neighbouring)
+
+    def _release_ordered(self, sorted_x: SortedData, lower: float, upper: float) -> Release:
         ss = QuantileSmoothSensitivity(sorted_x, lower, upper, self.neighbouring, alpha=self.alpha)
+        log_ss: float | None = None  # log SS_t at the chosen t, if the search has it
         if self.tuning == "oracle":
-            params = optimal_parameters(ss, self.cdp_epsilon)
+            params, log_ss = _tuned(ss, self.cdp_epsilon)
         else:
-            size = self.public_size(sorted_x.size)
-            params = public_parameters(self.cdp_epsilon, size, self.neighbouring)
+            params = self._public_parameters(sorted_x.size)
         if params.t == 0.0:
             scale = self._limit_scale(upper - lower)
         else:
-            scale = Scale.exp(float(ss.log(params.t)) - math.log(params.s))
+            log_ss = float(ss.log(params.t)) if log_ss is None else log_ss
+            scale = Scale.exp(log_ss - math.log(params.s))
         return self.additive_release(
             sorted_x,
             lower,

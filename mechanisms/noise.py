@@ -43,7 +43,8 @@ from mechanisms.base import (
     check_rng,
     check_size,
 )
-from mechanisms.quantile_em import check_alpha, quantile_value
+from mechanisms.monotone_search import SortedData
+from mechanisms.quantile_em import check_alpha, quantile_rank
 
 LOG_FLOAT_MAX = math.log(sys.float_info.max)
 """709.78: ``exp`` of anything larger overflows float64."""
@@ -278,7 +279,7 @@ class NoiseMechanism(Mechanism[Release]):
 
     def additive_release(
         self,
-        sorted_x: np.ndarray,
+        sorted_x: SortedData,
         lower: float,
         upper: float,
         *,
@@ -319,6 +320,9 @@ class QuantileNoiseMechanism(NoiseMechanism):
         super().__init__(epsilon=epsilon, delta=delta, **options)
         self.alpha = check_alpha(alpha)
 
-    def quantile(self, sorted_x: np.ndarray, lower: float) -> float:
-        """``x_(ceil(αn))`` of the sorted bounded data, ``lower`` if it is empty."""
-        return quantile_value(sorted_x, self.alpha, lower)
+    def quantile(self, sorted_x: SortedData, lower: float) -> float:
+        """``x_(ceil(αn))`` of the sorted bounded data, ``lower`` if it is empty
+        (:func:`mechanisms.quantile_em.quantile_value`, also for data sorted only there)."""
+        if sorted_x.size == 0:
+            return float(lower)
+        return float(sorted_x[quantile_rank(sorted_x.size, self.alpha) - 1])

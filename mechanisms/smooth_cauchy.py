@@ -25,20 +25,23 @@ import numpy as np
 
 from mechanisms.base import Guarantee, Release
 from mechanisms.error_bounds import Bound, smooth_cauchy_bound
-from mechanisms.noise import QuantileNoiseMechanism, Scale, StandardCauchy
+from mechanisms.monotone_search import SortedData
+from mechanisms.noise import Scale, StandardCauchy
 from mechanisms.registry import register
+from mechanisms.smooth_selection import SmoothSensitivityMechanism
 from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
 
 GAMMA = 2.0
 
 
 @register
-class SmoothCauchy(QuantileNoiseMechanism):
+class SmoothCauchy(SmoothSensitivityMechanism):
     """``T(S) + 6·SS_{ε/6}(S)/ε · Cauchy``, ε-DP (Duff paper Prop. 3 with γ = 2).
 
     Options: ``alpha`` (the quantile, default 0.5), ``neighbours``
     (``"add_remove"``, ``"replace_one"``) and ``clip_output`` (default True);
-    see :class:`mechanisms.noise.QuantileNoiseMechanism`.
+    see :class:`mechanisms.noise.QuantileNoiseMechanism`.  Released by selection
+    (:mod:`mechanisms.smooth_selection`).
     """
 
     name = "smooth_cauchy"
@@ -67,7 +70,10 @@ class SmoothCauchy(QuantileNoiseMechanism):
             source="Duff paper Prop. 3 (NRS07 Lemmas 2.6, 2.7), gamma = 2: Cauchy noise",
         )
 
-    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+    def smallest_beta(self, n: int) -> float:
+        return self.shift_alpha
+
+    def _release_ordered(self, sorted_x: SortedData, lower: float, upper: float) -> Release:
         beta = alpha = self.shift_alpha
         ss = QuantileSmoothSensitivity(sorted_x, lower, upper, self.neighbouring, alpha=self.alpha)
         return self.additive_release(

@@ -61,10 +61,17 @@ import numpy as np
 from scipy import optimize
 
 from mechanisms.base import Guarantee, Neighbouring, Release
+from mechanisms.monotone_search import SortedData
 from mechanisms.noise import LOG_FLOAT_MAX, Scale, StandardLaplace
 from mechanisms.registry import register
 from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
-from mechanisms.tuning import Penalty, TunedNoiseMechanism, minimise, reference_smooth_sensitivity
+from mechanisms.tuning import (
+    Penalty,
+    TunedNoiseMechanism,
+    first_evaluated,
+    minimise,
+    reference_smooth_sensitivity,
+)
 
 MIN_LOG_INV_DELTA = 2.0
 
@@ -82,6 +89,7 @@ def alpha_at(beta: np.ndarray | float, epsilon: float, log_inv_delta: float) -> 
     return epsilon + beta - np.expm1(beta) * log_inv_delta
 
 
+@lru_cache(maxsize=256)  # about 30 us each; a search asks for it a dozen times
 def beta_limit(epsilon: float, log_inv_delta: float) -> float:
     """``β_max``, the root of ``α(β) = 0`` (in ``(0, ε]`` since ``log(1/δ) >= 2``).
 
@@ -129,18 +137,17 @@ def _stationary_beta(k: np.ndarray, epsilon: float, log_inv_delta: float) -> np.
     """
     k = np.asarray(k, dtype=np.float64)
     has_root = k > (log_inv_delta - 1.0) / epsilon
-    start = beta_limit(epsilon, log_inv_delta)
-    if ORDINARY_EPSILON[0] <= epsilon <= ORDINARY_EPSILON[1]:
-        beta = _newton_log_form(np.where(has_root, k, 0.0), has_root, epsilon, log_inv_delta, start)
-    else:
-        beta = _newton_ratio_form(
-            np.where(has_root, k, 1.0), has_root, epsilon, log_inv_delta, start
-        )
-    return np.where(has_root, beta, 0.0)
+    beta = np.zeros(k.shape)
+    if has_root.any():
+        ordinary = ORDINARY_EPSILON[0] <= epsilon <= ORDINARY_EPSILON[1]
+        solve = _newton_log_form if ordinary else _newton_ratio_form
+        start = beta_limit(epsilon, log_inv_delta)
+        beta[has_root] = solve(k[has_root], epsilon, log_inv_delta, start)
+    return beta
 
 
 def _newton_log_form(
-    k: np.ndarray, has_root: np.ndarray, epsilon: float, log_inv_delta: float, start: float
+    k: np.ndarray, epsilon: float, log_inv_delta: float, start: float
 ) -> np.ndarray:
     """Newton on ``g(β) = log(L(1 + k)) + β - log(1 + kε + kL + kβ)`` from ``β_max``."""
     offset = 1.0 + k * (epsilon + log_inv_delta)
@@ -148,15 +155,15 @@ def _newton_log_form(
     beta = np.full(k.shape, start)
     for _ in range(100):
         inner = offset + k * beta
-        step = np.where(has_root, (log_scale + beta - np.log(inner)) / (1.0 - k / inner), 0.0)
+        step = (log_scale + beta - np.log(inner)) / (1.0 - k / inner)
         beta = beta - step
-        if np.all(np.abs(step) <= 1e-13 * start):  # g has rounding noise ~1e-15
+        if (np.abs(step) <= 1e-13 * start).all():  # g has rounding noise ~1e-15
             break
     return beta
 
 
 def _newton_ratio_form(
-    k: np.ndarray, has_root: np.ndarray, epsilon: float, log_inv_delta: float, start: float
+    k: np.ndarray, epsilon: float, log_inv_delta: float, start: float
 ) -> np.ndarray:
     """Newton on ``h/(1 + k) = L·expm1(β) - w(β + ε) + (L - 1)/(1 + k)``, ``w = k/(1 + k)``.
 
@@ -170,19 +177,29 @@ def _newton_ratio_form(
     beta = np.minimum(start, np.log1p(weight * (start + epsilon) / log_inv_delta))
     for _ in range(1000):
         value = log_inv_delta * np.expm1(beta) - weight * beta + constant
-        step = np.where(has_root, value / (log_inv_delta * np.exp(beta) - weight), 0.0)
+        step = value / (log_inv_delta * np.exp(beta) - weight)
         beta = beta - step
-        if np.all(np.abs(step) <= 1e-15 * beta):
+        if (np.abs(step) <= 1e-15 * beta).all():
             break
     return beta
 
 
+@lru_cache(maxsize=256)  # one object per ε: minimise caches its grid per penalty
 def _penalty(epsilon: float, log_inv_delta: float) -> Penalty:
     """``ψ(β) = -log α(β)``: increasing and convex on ``(0, β_max)``."""
     return Penalty(
         value=lambda b: -np.log(alpha_at(b, epsilon, log_inv_delta)),
         inverse_slope=lambda k: _stationary_beta(k, epsilon, log_inv_delta),
     )
+
+
+def search_interval(epsilon: float, delta: float) -> tuple[float, float] | None:
+    """``[1e-12·β_hi, β_hi]``, where β is searched; ``None`` in the tiny-ε limit (module
+    docstring)."""
+    hi = beta_limit(epsilon, -math.log(delta)) * (1.0 - 1e-9)
+    if 1e-12 * hi < sys.float_info.min:
+        return None
+    return 1e-12 * hi, hi
 
 
 def optimal_parameters(
@@ -193,12 +210,20 @@ def optimal_parameters(
     ``β = 0, α = ε`` when ε is so small that this limit is the minimum (module
     docstring, "Tiny ε").
     """
+    return _tuned(ss, epsilon, delta)[0]
+
+
+def _tuned(
+    ss: QuantileSmoothSensitivity, epsilon: float, delta: float
+) -> tuple[SmoothLaplaceParameters, float | None]:
+    """:func:`optimal_parameters` and ``log SS_β`` at the chosen β (``None`` for β = 0)."""
+    interval = search_interval(epsilon, delta)
+    if interval is None:
+        return SmoothLaplaceParameters(beta=0.0, alpha=epsilon), None
     log_inv_delta = -math.log(delta)
-    hi = beta_limit(epsilon, log_inv_delta) * (1.0 - 1e-9)
-    if 1e-12 * hi < sys.float_info.min:
-        return SmoothLaplaceParameters(beta=0.0, alpha=epsilon)
-    best = minimise(ss.log, _penalty(epsilon, log_inv_delta), 1e-12 * hi, hi)
-    return SmoothLaplaceParameters(best.beta, float(alpha_at(best.beta, epsilon, log_inv_delta)))
+    best = minimise(ss.log, _penalty(epsilon, log_inv_delta), *interval)
+    alpha = float(alpha_at(best.beta, epsilon, log_inv_delta))
+    return SmoothLaplaceParameters(best.beta, alpha), best.log_ss
 
 
 @lru_cache(maxsize=1024)
@@ -241,17 +266,28 @@ class SmoothLaplace(TunedNoiseMechanism):
             source="Duff paper Prop. 2 (Bun & Steinke 2019, Thm 34): Laplace noise, SS_beta/alpha",
         )
 
-    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
+    def smallest_beta(self, n: int) -> float | None:
+        if self.tuning == "public":
+            return self._public_parameters(n).beta or None
+        interval = search_interval(self.epsilon, self.required_delta)
+        return None if interval is None else first_evaluated(*interval)
+
+    def _public_parameters(self, n: int) -> SmoothLaplaceParameters:
+        size = self.public_size(n)
+        return public_parameters(self.epsilon, self.required_delta, size, self.neighbouring)
+
+    def _release_ordered(self, sorted_x: SortedData, lower: float, upper: float) -> Release:
         ss = QuantileSmoothSensitivity(sorted_x, lower, upper, self.neighbouring, alpha=self.alpha)
+        log_ss: float | None = None  # log SS_β at the chosen β, if the search has it
         if self.tuning == "oracle":
-            params = optimal_parameters(ss, self.epsilon, self.required_delta)
+            params, log_ss = _tuned(ss, self.epsilon, self.required_delta)
         else:
-            size = self.public_size(sorted_x.size)
-            params = public_parameters(self.epsilon, self.required_delta, size, self.neighbouring)
+            params = self._public_parameters(sorted_x.size)
         if params.beta == 0.0:  # the tiny-ε limit: SS_0 = b - a, exactly
             scale = Scale.ratio(upper - lower, params.alpha)
         else:
-            scale = Scale.exp(float(ss.log(params.beta)) - math.log(params.alpha))
+            log_ss = float(ss.log(params.beta)) if log_ss is None else log_ss
+            scale = Scale.exp(log_ss - math.log(params.alpha))
         return self.additive_release(
             sorted_x,
             lower,

@@ -7,8 +7,10 @@ Both tuned mechanisms minimise, over the smoothness parameter ``β > 0``,
 the log of their noise scale (``smooth_laplace``: ``ψ = -log α(β)``;
 ``laplace_ln``: ``ψ`` = the log noise standard deviation per unit of ``SS``
 at the best ``σ`` for that ``β``).  ``E(β) = log SS_β`` is a maximum of lines
-``log A(k) - βk`` (``k >= 0``), hence **convex and non-increasing**, and is
-only available as a black box (``QuantileSmoothSensitivity.log``).  ``ψ`` is known
+``log A(k) - βk`` (``k >= 0``), hence **convex and non-increasing**; the search
+treats it as a black box (``QuantileSmoothSensitivity.log``, which for the median
+under add/remove answers every β from one array of ``log A(k)``:
+:mod:`mechanisms.median_envelope`), asked once per round for all new points.  ``ψ`` is known
 in closed form: increasing, concave on ``(0, β_c]`` and convex on
 ``[β_c, ∞)`` (``β_c = 0`` for ``smooth_laplace``).
 
@@ -29,7 +31,8 @@ the global minimum over ``[lo, hi]``, deterministic, and typically found after
 3 to 6 rounds of 2 to 8 evaluations of ``E``: once a cell lies on one line of
 ``E`` its bound is exact and attained at the true minimiser.  The left end
 ``lo`` is never evaluated (its cell's bound needs only points to its right),
-so it can be tiny at no cost.
+so it can be tiny at no cost.  The grid and ``ψ`` on it depend on ``(penalty, lo, hi)``
+only and are kept (per :class:`Penalty` object, which the mechanisms keep per ε).
 
 Public tuning (:func:`reference_smooth_sensitivity`): the parameters are chosen
 on the public data set of ``n`` evenly spaced points (the ``n`` quantiles
@@ -62,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from mechanisms.base import Neighbouring, check_choice, check_integer
-from mechanisms.noise import QuantileNoiseMechanism
+from mechanisms.smooth_selection import SmoothSensitivityMechanism
 from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
 
 TUNINGS = ("public", "oracle")
@@ -70,7 +73,6 @@ DEFAULT_TOLERANCE = 1e-9
 _GRID = 8
 _FIRST_GRID_POINT = 1e-2  # the initial grid spans [1e-2·hi, hi]; cells below it open on demand
 _MAX_SPLIT_RATIO = 16.0  # a wide cell [p, q] is split at q/16 rather than at sqrt(pq)
-_BATCH = 8
 
 
 @dataclass(frozen=True)
@@ -123,17 +125,14 @@ def _cell_bounds(t: np.ndarray, e: np.ndarray, penalty: Penalty) -> tuple[np.nda
     value_b = np.where(has_b, e[:-1], e[1:])
     with np.errstate(divide="ignore", invalid="ignore"):
         crossing = (value_b - e[1:] + slope_a * q - slope_b * point_b) / (slope_a - slope_b)
-    candidates = np.stack(
-        (
-            p,
-            q,
-            np.where(np.isfinite(crossing), crossing, p),
-            penalty.inverse_slope(-slope_a),
-            penalty.inverse_slope(-slope_b),
-        ),
-        axis=1,
-    )
-    candidates = np.clip(candidates, p[:, None], q[:, None])
+    candidates = np.empty((cells, 5))
+    candidates[:, 0] = p
+    candidates[:, 1] = q
+    candidates[:, 2] = np.where(np.isfinite(crossing), crossing, p)
+    candidates[:, 3] = penalty.inverse_slope(-slope_a)
+    candidates[:, 4] = penalty.inverse_slope(-slope_b)
+    # np.clip, without its Python wrapper
+    np.minimum(np.maximum(candidates, p[:, None], out=candidates), q[:, None], out=candidates)
     model = np.maximum(
         e[1:, None] + slope_a[:, None] * (candidates - q[:, None]),
         value_b[:, None] + slope_b[:, None] * (candidates - point_b[:, None]),
@@ -148,9 +147,8 @@ LogSS = Callable[[np.ndarray], "np.ndarray | float"]
 
 
 def _log_ss_at(log_ss: LogSS, betas: np.ndarray) -> np.ndarray:
-    """``log_ss`` at each β, in batches of ``_BATCH`` (a batch can cost memory ∝ batch × n)."""
-    parts = [log_ss(betas[i : i + _BATCH]) for i in range(0, betas.size, _BATCH)]
-    return np.concatenate([np.atleast_1d(np.asarray(p, dtype=np.float64)) for p in parts])
+    """``log_ss`` at each β, as a float64 array."""
+    return np.atleast_1d(np.asarray(log_ss(betas), dtype=np.float64))
 
 
 def minimise(
@@ -167,15 +165,9 @@ def minimise(
     """
     if not 0 < lo < hi:
         raise ValueError(f"need 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
-    grid = np.geomspace(max(lo, _FIRST_GRID_POINT * hi), hi, _GRID)
-    if lo < grid[0] < hi:
-        grid = np.concatenate(([lo], grid))
-    if lo < penalty.inflection < hi:
-        grid = np.union1d(grid, [penalty.inflection])
-    t = grid
+    t, psi = _initial_grid(penalty, lo, hi)
     e = np.where(t > lo, 0.0, np.nan)
     e[t > lo] = _log_ss_at(log_ss, t[t > lo])
-    psi = penalty.value(t)
     active = np.ones(t.size - 1, dtype=bool)
     # Terminates: every cell active in round r is one of the parts of a cell split
     # in round r - 1, at a point strictly inside it (``_split_points``), so
@@ -185,7 +177,7 @@ def minimise(
     # are dropped.
     while True:
         phi = e + psi
-        best = np.nanmin(phi)
+        best = np.fmin.reduce(phi)  # np.nanmin (phi is NaN at lo only), without its wrapper
         bound, where = _cell_bounds(t, e, penalty)
         resolvable = t[1:] - t[:-1] > 1e-13 * t[1:]
         active &= (bound < best - tol) & resolvable
@@ -203,6 +195,25 @@ def minimise(
         active = is_new[1:] | is_new[:-1]
     k = int(np.nanargmin(phi))
     return Minimum(beta=float(t[k]), log_ss=float(e[k]), penalty=float(psi[k]))
+
+
+@lru_cache(maxsize=64)  # the grid and its ψ depend on (ε, δ) only: once per mechanism
+def _initial_grid(penalty: Penalty, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The grid of :func:`minimise` (8 geometric points on ``[first_evaluated, hi]``, plus
+    ``lo`` and ``ψ``'s inflection) and ``ψ`` there, read-only."""
+    grid = np.geomspace(first_evaluated(lo, hi), hi, _GRID)
+    if lo < grid[0] < hi:
+        grid = np.concatenate(([lo], grid))
+    if lo < penalty.inflection < hi:
+        grid = np.union1d(grid, [penalty.inflection])
+    psi = penalty.value(grid)
+    grid.flags.writeable = psi.flags.writeable = False
+    return grid, psi
+
+
+def first_evaluated(lo: float, hi: float) -> float:
+    """The smallest β :func:`minimise` evaluates before it opens cells below the initial grid."""
+    return max(lo, _FIRST_GRID_POINT * hi)
 
 
 def _split_points(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -241,11 +252,11 @@ def reference_smooth_sensitivity(n: int, neighbouring: Neighbouring) -> Quantile
 
     Computed for the median, the fastest; it is the same for every α (module docstring).
     """
-    return QuantileSmoothSensitivity(EvenlySpaced(n), 0.0, 1.0, neighbouring)  # type: ignore[arg-type]
+    return QuantileSmoothSensitivity(EvenlySpaced(n), 0.0, 1.0, neighbouring)
 
 
-class TunedNoiseMechanism(QuantileNoiseMechanism):
-    """A :class:`QuantileNoiseMechanism` with tuned parameters: options ``tuning``,
+class TunedNoiseMechanism(SmoothSensitivityMechanism):
+    """A smooth-sensitivity mechanism with tuned parameters: options ``tuning``,
     ``reference_size`` (and ``alpha`` and those of :class:`NoiseMechanism`).
 
     ``tuning="public"`` (default) fixes the parameters on the public reference
@@ -254,7 +265,8 @@ class TunedNoiseMechanism(QuantileNoiseMechanism):
     ``|S| = 1000``; under add/remove neighbours ``n`` is not strictly public, so
     pass ``reference_size`` for a guarantee that does not lean on it).
     ``tuning="oracle"`` optimises on the private data (the Duff paper's choice):
-    the guarantee then has ``data_dependent_tuning=True``.
+    the guarantee then has ``data_dependent_tuning=True``.  Releases read only a
+    window of order statistics (:mod:`mechanisms.smooth_selection`).
     """
 
     def __init__(
