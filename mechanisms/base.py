@@ -193,6 +193,14 @@ def check_data(data: object) -> np.ndarray:
         raise ValueError("data must be a 1-D array of real numbers") from None
     if array.ndim != 1:
         raise ValueError(f"data must be 1-D, got an array of shape {array.shape}")
+    x = array if array.dtype == np.float64 else _as_float64(array)
+    if not np.logical_and.reduce(np.isfinite(x)):  # .all(), without its Python wrapper
+        raise ValueError("data contains NaN or infinite values")
+    return x
+
+
+def _as_float64(array: np.ndarray) -> np.ndarray:
+    """A 1-D array of another dtype than float64 as float64 (:func:`check_data`'s rules)."""
     kind = array.dtype.kind
     if kind == "O" and not all(_is_real_number(value) for value in array):
         raise ValueError("data must hold real numbers only, got an object array with other entries")
@@ -204,12 +212,9 @@ def check_data(data: object) -> np.ndarray:
         raise ValueError(f"data must hold real numbers (int or float), got dtype {array.dtype}")
     try:
         with np.errstate(over="ignore"):  # a long double beyond float64's range becomes ±inf
-            x = array.astype(np.float64, copy=False)
+            return array.astype(np.float64)
     except (OverflowError, ValueError):  # a Python int beyond float64's range, Decimal('sNaN')
         raise ValueError("data contains values that are not finite float64 numbers") from None
-    if not np.isfinite(x).all():
-        raise ValueError("data contains NaN or infinite values")
-    return x
 
 
 def _is_real_number(value: object) -> bool:
@@ -227,7 +232,7 @@ def check_bounds(bounds: object) -> tuple[float, float]:
     try:
         if not isinstance(bounds, Iterable):
             raise TypeError
-        lower, upper = (float(v) for v in bounds)
+        lower, upper = map(float, bounds)
     except (TypeError, ValueError):
         raise ValueError(f"bounds must be a pair (a, b) of numbers, got {bounds!r}") from None
     if not (math.isfinite(lower) and math.isfinite(upper)):
@@ -268,7 +273,8 @@ def check_rng(rng: object) -> np.random.Generator:
 def bound_data(x: np.ndarray, lower: float, upper: float, method: str) -> np.ndarray:
     """Bound ``x`` to ``[lower, upper]`` by clipping or by dropping outside points."""
     if method == "clip":
-        return np.clip(x, lower, upper)
+        # a plain array's clip method is the call np.clip dispatches to, without the dispatch
+        return x.clip(lower, upper) if type(x) is np.ndarray else np.clip(x, lower, upper)
     return x[(x >= lower) & (x <= upper)]
 
 

@@ -53,7 +53,7 @@ from mechanisms.base import (
     check_choice,
     check_neighbours,
 )
-from mechanisms.duff_utility import QuantileDistance
+from mechanisms.duff_utility import QuantileDistance, quantile_distance
 from mechanisms.quantile_em import check_alpha
 from mechanisms.registry import register
 from mechanisms.sampling import (
@@ -189,7 +189,7 @@ class Duff(WindowedMechanism):
     def _release_window(self, order: OrderStatistics, lower: float, upper: float) -> Release:
         n = order.size
         half_epsilon = 0.5 * score_epsilon(self.epsilon, n)
-        distance = QuantileDistance.of(n, self.alpha, self.neighbouring)
+        distance = quantile_distance(n, self.alpha, self.neighbouring)
         median = self.alpha == 0.5 and self.neighbouring is Neighbouring.ADD_REMOVE
 
         def log_score(gaps: np.ndarray) -> np.ndarray:

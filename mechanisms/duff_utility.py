@@ -100,6 +100,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
@@ -250,3 +251,11 @@ class QuantileDistance:
         if self.neighbouring is Neighbouring.REPLACE_ONE:
             return self.rank
         return quantile_rank(self.n + 1, self.alpha) - 1
+
+
+@lru_cache(maxsize=256)
+def quantile_distance(n: int, alpha: float, neighbouring: Neighbouring) -> QuantileDistance:
+    """:meth:`QuantileDistance.of`, cached per ``(n, alpha, neighbouring)``: its exact rational
+    arithmetic (the Farey descent of :class:`Multiples`) costs more than a whole release of
+    a small dataset, and a benchmark releases many datasets of the same size."""
+    return QuantileDistance.of(n, alpha, neighbouring)

@@ -26,9 +26,10 @@ the usual ratio argument ``p_x(r)/p_x'(r) = exp(ε(u'(x,r) - u'(x',r))/(2Δu))·
 
 On the interior of gap ``i`` (``i`` points below, ``N - i`` above),
 ``g = i - alpha·N``.  ``alpha`` is read as the decimal it was written as
-(:func:`exact_alpha`: 0.1 is exactly 1/10) and ``alpha·N`` is split exactly
-(``fractions.Fraction``) into an integer and a fraction, so ``|g|`` is correct to
-one rounding even for ``N = 1e7``.
+(:func:`exact_alpha`: 0.1 is exactly 1/10, ``P/Q`` in lowest terms) and ``alpha·N``
+is split exactly into an integer and a fraction by integer division,
+``P·N = whole·Q + rest`` (Python integers, so no rounding at any ``N``), so ``|g|``
+is correct to one rounding even for ``N = 1e7``.
 
 True value: ``x_(k)`` with ``k = ceil(alpha·N)`` in exact arithmetic, the inverse
 empirical cdf ``inf{r : F_N(r) >= alpha}`` (numpy ``method="inverted_cdf"``, which
@@ -47,8 +48,8 @@ up to a constant for ``2i >= N`` and larger by ``ε/2`` below the median
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -79,21 +80,28 @@ def check_alpha(alpha: float) -> float:
     return check_open_unit(alpha, "alpha")
 
 
+@lru_cache(maxsize=1024)
 def exact_alpha(alpha: float) -> Fraction:
     """``alpha`` as the decimal it was written as: the shortest repr of the float, exactly.
 
     So ``alpha = 0.1`` means 1/10 and the 0.1-quantile of 10 points is ``x_(1)``,
     not ``x_(2)`` (the binary float 0.1 is slightly above 1/10; numpy's float
-    product ``0.55 * 100 = 55.00000000000001`` has the same problem).
+    product ``0.55 * 100 = 55.00000000000001`` has the same problem).  Cached per
+    ``alpha``: parsing the decimal costs more than a release's arithmetic.
     """
     return Fraction(repr(float(alpha)))
 
 
 def split_alpha_n(n: int, alpha: float) -> tuple[int, float]:
-    """``alpha·n = whole + fraction`` with ``whole`` an exact integer and ``0 <= fraction < 1``."""
-    alpha_n = exact_alpha(alpha) * n
-    whole = math.floor(alpha_n)
-    return whole, float(alpha_n - whole)
+    """``alpha·n = whole + fraction`` with ``whole`` an exact integer and ``0 <= fraction < 1``.
+
+    With ``alpha = P/Q`` (:func:`exact_alpha`), ``P·n = whole·Q + rest`` in Python
+    integers (exact) and ``fraction = rest/Q``, whose integer true division is
+    correctly rounded: the float nearest to ``alpha·n - whole``.
+    """
+    exact = exact_alpha(alpha)
+    whole, rest = divmod(exact.numerator * int(n), exact.denominator)
+    return whole, rest / exact.denominator
 
 
 def rank_distance(n: int, alpha: float, gaps: np.ndarray) -> np.ndarray:
@@ -112,8 +120,10 @@ def sensitivity(alpha: float, neighbouring: Neighbouring) -> float:
 
 
 def quantile_rank(n: int, alpha: float) -> int:
-    """1-based rank ``ceil(alpha·n)`` of the alpha-quantile (``>= 1`` for ``n >= 1``)."""
-    return math.ceil(exact_alpha(alpha) * n)
+    """1-based rank ``ceil(alpha·n)`` of the alpha-quantile (``>= 1`` for ``n >= 1``):
+    ``-floor(-P·n / Q)`` in Python integers, with ``alpha = P/Q`` (:func:`exact_alpha`)."""
+    exact = exact_alpha(alpha)
+    return -(-exact.numerator * int(n) // exact.denominator)
 
 
 def quantile_value(sorted_x: np.ndarray, alpha: float, lower: float) -> float:

@@ -41,9 +41,13 @@ divided by the score drop per gap (~2000 gaps for Duff at ε = 1), and ``O(n)``
 only when ε is so small that every gap counts.  Given the unsorted data's
 :class:`mechanisms.selection.OrderStatistics` instead of sorted data, the release
 first sorts the window it will most likely read (the same probes, with the largest
-log mass guessed from the average spacing minus :data:`GUESS_SPACING`), by
+log mass guessed from the average spacing minus
+:data:`mechanisms.gaps.GUESS_SPACING`), by
 selection in ``O(n)``; any read outside it widens it, so the release is the same,
-bit for bit, whatever the guess.  ``log_masses`` and
+bit for bit, whatever the guess.  Below :data:`mechanisms.selection.MIN_SAMPLED`
+points the data are sorted whole, and the release reads every end point and score
+from two arrays (:mod:`mechanisms.gaps`): the same numbers in a few numpy
+operations on whole arrays.  ``log_masses`` and
 ``probabilities`` cover all gaps and are computed on first use.
 ``sample(size)`` costs ``O(size · log window)``.
 
@@ -82,7 +86,6 @@ from __future__ import annotations
 import math
 import sys
 from abc import abstractmethod
-from collections.abc import Callable
 
 import numpy as np
 
@@ -92,25 +95,13 @@ from mechanisms.base import (
     check_choice,
     check_rng,
     check_size,
-    lower_median,
 )
+from mechanisms.gaps import UNDERFLOW_MARGIN, LogScore, gaps_of, likely_positions, window
 from mechanisms.racing import RacingSampler
 from mechanisms.selection import OrderStatistics
 
-UNDERFLOW_MARGIN = -math.log(np.finfo(np.float64).tiny)
-"""708.4: a gap whose weight is below ``e^-708.4 = 2**-1022`` (the smallest normal
-float64) times the largest gets weight 0 in the sampler and the cdf."""
-
-GUESS_SPACING = math.log(2.0**20)
-"""``ln 2**20``: the gaps at the mode may be up to ``2**20`` times narrower than the average
-spacing ``(b − a)/(n + 1)`` before the window selected in advance is too small (module
-docstring)."""
-
 SAMPLERS = ("inverse_cdf", "racing")
 """How :meth:`PiecewiseUniformRelease.sample` picks the gap (class docstring)."""
-
-LogScore = Callable[[np.ndarray], np.ndarray]
-"""Maps an int64 array of gap indices to their float64 log-scores."""
 
 
 def score_epsilon(epsilon: float, n: int) -> float:
@@ -133,6 +124,36 @@ def score_epsilon(epsilon: float, n: int) -> float:
 def _read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def _log_lengths(lengths: np.ndarray, positive: bool) -> np.ndarray:
+    """``log len_i``, ``-inf`` for a zero length without evaluating ``log 0`` (no warning).
+
+    ``positive``: all lengths are known to be positive, so the plain ``np.log`` gives the
+    same floats as the masked one (a few microseconds faster: no mask).
+    """
+    if positive:
+        return np.log(lengths)
+    return np.log(lengths, out=np.full(lengths.size, -np.inf), where=lengths > 0)
+
+
+def _check_finite(scores: np.ndarray) -> None:
+    """``ValueError`` unless every log-score is finite."""
+    if not np.isfinite(scores).all():
+        raise ValueError("log_score must return one finite value per gap index")
+
+
+def _racing_sampler(edges: np.ndarray, scores: np.ndarray, keep: np.ndarray) -> RacingSampler:
+    """Algorithm 1 over the window's gaps of nonzero weight (``keep``), grouped into levels by
+    score; ``edges`` and ``scores`` are the window's."""
+    kept = np.flatnonzero(keep)
+    return RacingSampler.on_intervals(edges[kept], edges[kept + 1], scores[kept])
+
+
+def _kept(log_masses: np.ndarray) -> np.ndarray:
+    """The gaps whose weight is not below ``2**-1022`` times the largest (``log_masses``
+    relative to the largest: ``0`` there)."""
+    return log_masses > -UNDERFLOW_MARGIN
 
 
 def _checked_data(
@@ -218,130 +239,68 @@ class PiecewiseUniformRelease(Release):
     ) -> None:
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
         x = _checked_data(sorted_x, lower, upper, mode)
-        n = x.size
+        mode = int(mode)
         self.lower = float(lower)
         self.upper = float(upper)
-        self.n = n
+        self.n = x.size
         self._x = x
         self._log_score = log_score
         self._full_log_masses: np.ndarray | None = None
 
-        x.select(lambda: self._likely_positions(int(mode)))
-        if true_rank is not None:
-            true_value = float(lower) if true_rank == 0 else float(x[true_rank - 1])
-        self.true_value = lower_median(x, lower) if true_value is None else float(true_value)
-        start, stop = self._window(int(mode))
-        edges = self._edges(start, stop + 1)
-        lengths = np.diff(edges)
-        if (lengths < 0).any():
+        x.select(lambda: likely_positions(x.size, mode, self.lower, self.upper, log_score))
+        gaps = self._gaps = gaps_of(x, lower, upper, log_score)
+        if true_rank is not None or true_value is None:  # x_(0) = a; ceil(n/2): lower median
+            k = (self.n + 1) // 2 if true_rank is None else true_rank
+            if not 0 <= k <= self.n:
+                raise ValueError(f"true_rank must be a rank in 0..{self.n}, got {true_rank!r}")
+            true_value = gaps.edge(k)
+        self.true_value = float(true_value)
+        start, stop = window(gaps, mode, self.lower, self.upper)
+        edges = gaps.edges(start, stop + 1)
+        lengths = edges[1:] - edges[:-1]
+        shortest = np.minimum.reduce(lengths)  # lengths.min(), without its Python wrapper
+        if shortest < 0:
             raise ValueError("sorted_x must be sorted")
-        gaps = np.arange(start, stop, dtype=np.int64)
-        log_masses = self._log_masses_of(gaps, lengths)
-        # max AFTER adding log(length) (diffprivlib #107).  log Z = peak + log_sum is
-        # kept as two terms: their float sum would round at the ulp of |peak|.
-        self._peak = log_masses.max()
+        scores = gaps.window_scores(start, stop)
+        log_masses = _log_lengths(lengths, shortest > 0)
+        log_masses += scores
+        # max AFTER adding log(length) (diffprivlib #107).  log Z = peak + log(sum of the
+        # weights) is kept as two terms: their float sum would round at the ulp of |peak|.
+        self._peak = np.maximum.reduce(log_masses)
+        if not math.isfinite(self._peak):  # a NaN or +inf score (or no finite one)
+            _check_finite(scores)
         log_masses -= self._peak
         # the largest weight is exactly 1; zero length or below 2**-1022 gives 0
-        # (masking also skips exp's slow path for results that underflow)
-        keep = log_masses > -UNDERFLOW_MARGIN
-        weights = np.exp(log_masses, out=np.zeros(log_masses.size), where=keep)
-        self._racer = self._racing_sampler(gaps, edges, keep) if sampler == "racing" else None
-        self._log_sum = math.log(weights.sum())
-        cumulative = np.cumsum(weights)
+        # (masking also skips exp's slow path for results that underflow).  With every
+        # log mass above -708.4 (hence finite, and so every score) no mask is needed.
+        if np.minimum.reduce(log_masses) > -UNDERFLOW_MARGIN:
+            weights = np.exp(log_masses)
+        else:
+            _check_finite(scores)
+            weights = np.exp(log_masses, out=np.zeros(log_masses.size), where=_kept(log_masses))
+        self._racer = None
+        if sampler == "racing":
+            self._racer = _racing_sampler(edges, scores, _kept(log_masses))
+        self._weights = weights  # their (pairwise) sum normalises log_masses, if asked for
+        cumulative = np.add.accumulate(weights)
         cumulative /= cumulative[-1]  # so that cumulative[-1] == 1.0 exactly
-
-        self._window_edges = _read_only(edges)
-        log_masses -= self._log_sum
-        self._window_log_masses = _read_only(log_masses)
-        self._cumulative = _read_only(cumulative)
+        self._window_edges, self._right_edges = edges, edges[1:]
+        self._lengths = lengths
+        self._cumulative = cumulative
 
     # -------------------------------------------------------------- internals
 
-    def _edges(self, start: int, stop: int) -> np.ndarray:
-        """``x_(j)`` for ``start <= j < stop`` (``x_(0) = a``, ``x_(n+1) = b``), as a new array."""
-        out = np.empty(stop - start, dtype=np.float64)
-        first, last = max(start, 1), min(stop, self.n + 1)
-        if last > first:
-            out[first - start : last - start] = self._x[first - 1 : last - 1]
-        if start == 0:
-            out[0] = self.lower
-        if stop == self.n + 2:
-            out[-1] = self.upper
-        return out
-
-    def _edge(self, j: int) -> float:
-        """``x_(j)`` for ``0 <= j <= n + 1``."""
-        if j == 0:
-            return self.lower
-        return self.upper if j == self.n + 1 else float(self._x[j - 1])
-
-    def _racing_sampler(
-        self, gaps: np.ndarray, edges: np.ndarray, keep: np.ndarray
-    ) -> RacingSampler:
-        """Algorithm 1 over the window's gaps of nonzero weight, grouped into levels by score."""
-        kept = np.flatnonzero(keep)
-        return RacingSampler.on_intervals(edges[kept], edges[kept + 1], self._scores_of(gaps[kept]))
-
-    def _scores_of(self, gaps: np.ndarray) -> np.ndarray:
-        """``log_score(i)`` for the gap indices ``gaps``, checked to be finite."""
-        scores = np.asarray(self._log_score(gaps), dtype=np.float64)
-        if scores.shape != gaps.shape or not np.isfinite(scores).all():
-            raise ValueError("log_score must return one finite value per gap index")
-        return scores
-
     def _log_masses_of(self, gaps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """``log_score(i) + log(len_i)``, ``-inf`` for zero-length gaps (no ``log 0``)."""
-        scores = self._scores_of(gaps)
-        out = np.log(lengths, out=np.full(gaps.size, -np.inf), where=lengths > 0)
+        """``log_score(i) + log(len_i)`` for the gap indices ``gaps``, ``-inf`` for zero-length
+        gaps (no ``log 0``), the scores checked to be finite: :attr:`log_masses` before
+        normalisation.  (The window's own are computed in ``__init__``, the same floats.)"""
+        scores = np.asarray(self._log_score(gaps), dtype=np.float64)
+        if scores.shape != gaps.shape:
+            raise ValueError("log_score must return one finite value per gap index")
+        _check_finite(scores)
+        out = _log_lengths(lengths, bool((lengths > 0).all()))
         out += scores
         return out
-
-    def _window(self, mode: int) -> tuple[int, int]:
-        """Gaps ``start <= i < stop`` outside of which every float64 weight is exactly 0."""
-        # Positive-length gaps nearest the mode: the gap itself, or the two gaps
-        # around the run of points tied at x_(mode) (one exists since a < b).
-        value = self._edge(mode)
-        candidates = {
-            mode,
-            self._x.searchsorted(value, "left"),
-            self._x.searchsorted(value, "right"),
-        }
-        near = [g for g in sorted(candidates) if g <= self.n and self._edge(g + 1) > self._edge(g)]
-        scores = self._log_score(np.asarray(near, dtype=np.int64))
-        floor = max(
-            float(score) + math.log(self._edge(g + 1) - self._edge(g))
-            for g, score in zip(near, scores, strict=True)
-        )
-        return self._probe(mode, floor)
-
-    def _probe(self, mode: int, floor: float) -> tuple[int, int]:
-        """The window of the gaps whose score is at least ``floor − 708.4 − log(b − a)``.
-
-        Scores are monotone on each side of the mode: probe at distances 2**k and stop
-        at the first probe below the cut (so the window is at most twice the exact one;
-        the extra gaps have weight 0).  Reads no data.
-        """
-        steps = 1 << np.arange(max(self.n, 1).bit_length() + 1, dtype=np.int64)
-        left = mode - steps[steps <= mode]
-        right = mode + steps[steps <= self.n - mode]
-        scores = self._log_score(np.concatenate([left, right]))
-        cut = floor - UNDERFLOW_MARGIN - math.log(self.upper - self.lower)
-        below_cut = scores < cut
-        left_out, right_out = below_cut[: left.size], below_cut[left.size :]
-        start = int(left[left_out.argmax()]) + 1 if left_out.any() else 0
-        stop = int(right[right_out.argmax()]) if right_out.any() else self.n + 1
-        return start, stop
-
-    def _likely_positions(self, mode: int) -> tuple[int, int]:
-        """Array positions ``[start, stop)`` that the window most likely reads: the window
-        of :meth:`_probe` for a largest mass ``2**20`` times below that of a gap of length
-        ``(b − a)/(n + 1)`` at the mode (:data:`GUESS_SPACING`; reads no data).  Data more
-        concentrated than that only cost another selection pass
-        (:class:`mechanisms.selection.OrderStatistics`)."""
-        spacing = math.log((self.upper - self.lower) / (self.n + 1)) - GUESS_SPACING
-        floor = float(self._log_score(np.array([mode], dtype=np.int64))[0]) + spacing
-        start, stop = self._probe(mode, floor)
-        return start - 1, stop + 1  # gap i is [x_(i), x_(i+1)]: positions i - 1 and i
 
     # ------------------------------------------------------------------ views
 
@@ -352,10 +311,11 @@ class PiecewiseUniformRelease(Release):
         Computed on first use (``O(n)``); exact in the far tails too.
         """
         if self._full_log_masses is None:
-            lengths = np.diff(self._edges(0, self.n + 2))
-            log_masses = self._log_masses_of(np.arange(self.n + 1, dtype=np.int64), lengths)
+            edges = self._gaps.edges(0, self.n + 2)
+            gaps = np.arange(self.n + 1, dtype=np.int64)
+            log_masses = self._log_masses_of(gaps, edges[1:] - edges[:-1])
             log_masses -= self._peak
-            log_masses -= self._log_sum
+            log_masses -= math.log(self._weights.sum())
             self._full_log_masses = _read_only(log_masses)
         return self._full_log_masses
 
@@ -367,23 +327,30 @@ class PiecewiseUniformRelease(Release):
     @property
     def edges(self) -> np.ndarray:
         """``[a, x_(1), ..., x_(n), b]`` (a new array); gap ``i`` is ``[edges[i], edges[i+1]]``."""
-        return self._edges(0, self.n + 2)
+        return self._gaps.edges(0, self.n + 2).copy()
 
     # --------------------------------------------------------------- Release
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """Draw ``size`` outputs: a gap (by ``sampler``), then a uniform point inside it."""
+        """Draw ``size`` outputs: a gap (by ``sampler``), then a uniform point inside it.
+
+        Inversion: ``U`` then ``V`` are the first and second halves of one call
+        ``rng.random(2·size)`` (the same numbers as two calls of ``size``: a generator's
+        doubles come one after the other), the gap is ``i`` with
+        ``C_{i-1} <= U < C_i`` and the output ``x_(i) + len_i·V``, clipped to the gap.
+        """
         size = check_size(size)
         rng = check_rng(rng)
         if self._racer is not None:
             return self._racer.sample(size, rng)
+        uniforms = rng.random(2 * size)
         # U < 1 == cumulative[-1], so the index stays in the window; a gap is
         # chosen iff cumulative[i-1] <= U < cumulative[i], never for zero mass.
-        gap = np.searchsorted(self._cumulative, rng.random(size), side="right")
-        left = self._window_edges[gap]
-        right = self._window_edges[gap + 1]
-        out = left + (right - left) * rng.random(size)
-        return np.minimum(out, right, out=out)
+        gap = self._cumulative.searchsorted(uniforms[:size], side="right")
+        out = self._lengths[gap]
+        out *= uniforms[size:]
+        out += self._window_edges[gap]
+        return np.minimum(out, self._right_edges[gap], out=out)
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
         """``P(M(S) <= x)``: mass of the gaps left of ``x`` plus the linear part of its gap."""

@@ -13,7 +13,13 @@ from scipy import stats
 import mechanisms
 from mechanisms.base import Neighbouring, lower_median
 from mechanisms.duff import Duff
-from mechanisms.quantile_em import QuantileEM, exact_alpha, rank_distance
+from mechanisms.quantile_em import (
+    QuantileEM,
+    exact_alpha,
+    quantile_rank,
+    rank_distance,
+    split_alpha_n,
+)
 
 ALPHAS = [0.1, 0.25, 0.3, 0.5, 0.55, 0.77, 0.9]
 
@@ -138,6 +144,25 @@ def test_rank_distance_is_exact_for_large_n():
     alpha_n = Fraction(77, 100) * n
     expected = [float(abs(g - alpha_n)) for g in gaps]
     assert rank_distance(n, 0.77, gaps).tolist() == expected
+
+
+ADVERSARIAL = (0.1, 0.3, 1 / 3, 0.7, 0.05, 0.9, 0.55, 0.30000000000000004, 2 / 3, 1e-7, 0.999999)
+
+
+def test_ranks_are_the_fractions() -> None:
+    """quantile_rank and split_alpha_n (integer division) against Fraction(repr(alpha))·n."""
+    rng = np.random.default_rng(5)
+    alphas = [*ADVERSARIAL, *rng.uniform(size=200).tolist(), *np.round(rng.uniform(size=200), 3)]
+    sizes = [*range(1200), *rng.integers(0, 10**7 + 1, size=300).tolist(), 10**7 - 1, 10**7]
+    for alpha in (a for a in alphas if 0 < a < 1):
+        exact = Fraction(repr(float(alpha)))
+        for n in sizes if alpha in ADVERSARIAL else sizes[::37]:
+            product = exact * n
+            assert quantile_rank(n, alpha) == math.ceil(product), (n, alpha)
+            whole, fraction = split_alpha_n(n, alpha)
+            assert whole == math.floor(product) and fraction == float(product - whole), (n, alpha)
+    assert quantile_rank(np.int64(10**7), 0.3) == 3 * 10**6  # numpy sizes: no int64 overflow
+    assert split_alpha_n(np.int64(10**7 + 1), 0.77) == (7_700_000, 0.77)
 
 
 # ------------------------------------------------------------ versus Duff

@@ -1,12 +1,19 @@
 """Selection instead of a sort: the order statistics a release reads are those of the full sort,
-and the releases of Duff and the quantile EM are the same, bit for bit."""
+and the releases of Duff and the quantile EM are the same, bit for bit.  And the common path
+of every release up to them (check_data, check_bounds, bound_data) against its old code."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import mechanisms
+from mechanisms import base
 from mechanisms.selection import OrderStatistics
 
 N_LARGE = 300_000  # stride 4 for the sampled selection
@@ -103,3 +110,95 @@ def test_releases_by_selection_are_the_sorted_ones(name, options, data) -> None:
         if data == "normal" and epsilon >= 1.0 and selected.true_value > -1.0:
             low, high = selected._x.window  # selected, unless the truth is in the run
             assert high - low < x.size // 2  # of points clipped to the lower bound
+
+
+def bits(values) -> np.ndarray:
+    return np.atleast_1d(np.asarray(values, dtype=np.float64)).view(np.uint64)
+
+
+# ------------------------------------------------------- the common release path
+
+
+def old_check_data(data: object) -> np.ndarray:
+    """:func:`mechanisms.base.check_data` before its float64 shortcut."""
+    try:
+        array = np.asarray(data)
+    except (TypeError, ValueError):
+        raise ValueError("data must be a 1-D array of real numbers") from None
+    if array.ndim != 1:
+        raise ValueError(f"data must be 1-D, got an array of shape {array.shape}")
+    kind = array.dtype.kind
+    if kind == "O" and not all(base._is_real_number(value) for value in array):
+        raise ValueError("data must hold real numbers only, got an object array with other entries")
+    if kind == "b":
+        raise ValueError(
+            "data must hold real numbers, got booleans (use data.astype(float) for a 0/1 sample)"
+        )
+    if kind not in "iufO":
+        raise ValueError(f"data must hold real numbers (int or float), got dtype {array.dtype}")
+    try:
+        with np.errstate(over="ignore"):
+            x = array.astype(np.float64, copy=False)
+    except (OverflowError, ValueError):
+        raise ValueError("data contains values that are not finite float64 numbers") from None
+    if not np.isfinite(x).all():
+        raise ValueError("data contains NaN or infinite values")
+    return x
+
+
+def outcome(function, *args):
+    try:
+        return function(*args)
+    except ValueError as error:
+        return str(error)
+
+
+FLOATS = np.array([0.5, -0.0, 2.0])
+DATA = [
+    FLOATS, FLOATS.astype(">f8"), FLOATS.astype(np.float32), np.longdouble([1e400]), [1, 2],
+    np.array([1, 2], dtype=np.uint64), [2**1100], [Fraction(1, 3), Decimal("0.1")],
+    [Decimal("sNaN")], np.array([1.0, "a"], dtype=object), [True], [1j], ["a"], [[0.5]],
+    [[1], [1, 2]], np.array(["2020-01-01"], dtype="datetime64[D]"), [np.nan], [-np.inf], [],
+    np.ma.masked_array([0.5, 2.0]), 3.0,
+]  # fmt: skip
+
+
+def old_check_bounds(bounds: object) -> tuple[float, float]:
+    """:func:`mechanisms.base.check_bounds` before it read the pair with ``map``."""
+    try:
+        if not isinstance(bounds, Iterable):
+            raise TypeError
+        lower, upper = (float(v) for v in bounds)
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be a pair (a, b) of numbers, got {bounds!r}") from None
+    if not (math.isfinite(lower) and math.isfinite(upper)):
+        raise ValueError(f"bounds must be finite, got {bounds!r}")
+    if not lower < upper:
+        raise ValueError(f"bounds must satisfy a < b, got {bounds!r}")
+    if not math.isfinite(upper - lower):
+        raise ValueError(f"bounds: the width b - a overflows float64, got {bounds!r}")
+    return lower, upper
+
+
+BOUNDS_IN = [(0, 1), [0.0, 1], (1, 0), (0,), (0, 1, 2), 5, "ab", None, (0, "x"), (0, np.inf)]
+
+
+def test_check_data_and_check_bounds_are_the_old_ones() -> None:
+    for data in DATA:
+        new, old = outcome(base.check_data, data), outcome(old_check_data, data)
+        assert type(new) is type(old), data
+        assert new == old if isinstance(new, str) else np.array_equal(bits(new), bits(old)), data
+    assert base.check_data(FLOATS) is FLOATS  # no copy, as before
+    for bounds in [*BOUNDS_IN, (-1e308, 1e308), {1: 0, 2: 0}]:
+        assert outcome(base.check_bounds, bounds) == outcome(old_check_bounds, bounds), bounds
+    assert base.check_bounds(iter([0, 1])) == old_check_bounds(iter([0, 1]))
+
+
+def test_clipping_is_np_clip() -> None:
+    x = np.array([-0.0, 0.0, -2.0, 5.0, 0.25])
+    for lower, upper in [(0.0, 1.0), (-0.0, 1.0), (-1.0, 0.0), (-1.0, -0.0)]:
+        for data in (x, x.view(np.ma.MaskedArray)):
+            expected = np.clip(data, lower, upper)
+            clipped = base.bound_data(data, lower, upper, "clip")
+            assert type(clipped) is type(expected)
+            assert np.array_equal(bits(clipped), bits(expected))
