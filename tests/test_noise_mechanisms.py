@@ -301,7 +301,13 @@ def test_release_records_n_bounds_and_read_only_parameters():
 # ---------------------------------------------------------------------- quantiles
 
 # Scale and first draw (rng seed 5) of each release at ε = 0.7 on BOUNDS, computed
-# with the code before the option ``alpha`` existed: α = 1/2 must stay bit for bit.
+# with the code before the option ``alpha`` existed: α = 1/2 must reproduce them to
+# GOLDEN_RTOL (and equal the default bit for bit, in the test after this one).
+GOLDEN_RTOL = 1e-12
+"""numpy dispatches its vectorised exp and log by CPU feature level, so a tuned scale moves
+in its last bits from one CPU to another (42 ulps, 9e-15 relative, for the public
+smooth-Laplace tuning on an AVX-512 AMD EPYC against the CPU these were computed on); a
+change of the mechanism moves them by far more."""
 GOLDEN = {
     ("smooth_cauchy", "normal"): ("0x1.714ce79dba5a6p-3", "-0x1.dee4fde4df690p-6"),
     ("smooth_cauchy", "ties"): ("0x1.2be49adf2b6a3p+0", "0x1.6b2f5742d8a6dp-1"),
@@ -350,13 +356,14 @@ def golden_datasets() -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("options", [{}, {"alpha": 0.5}])
 @pytest.mark.parametrize(("key", "dataset"), list(GOLDEN))
-def test_alpha_one_half_is_the_median_release_bit_for_bit(key, dataset, options):
+def test_alpha_one_half_is_the_median_release(key, dataset, options):
     name, base = GOLDEN_CONFIGS[key]
     release = mechanisms.make(name, epsilon=0.7, **base, **options).release(
         golden_datasets()[dataset], BOUNDS
     )
     draw = release.sample(1, np.random.default_rng(5))[0]
-    assert (release.scale.hex(), float(draw).hex()) == GOLDEN[key, dataset]
+    expected = [float.fromhex(h) for h in GOLDEN[key, dataset]]
+    assert [float(release.scale), float(draw)] == pytest.approx(expected, rel=GOLDEN_RTOL, abs=0)
 
 
 @pytest.mark.parametrize("key", QUANTILE_KEYS)
