@@ -20,7 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from mechanisms import base
+from mechanisms import validation
 
 log = logging.getLogger(__name__)
 RUN_ID_RESOLVER = "duff_run_id"
@@ -109,17 +109,18 @@ def check_sequence(value: object, key: str, *, nonempty: bool = False) -> list[A
 
 
 def check_integer(value: object, key: str, *, minimum: int) -> int:
-    """``value`` as an integer of at least ``minimum`` (:func:`mechanisms.base.check_integer`)."""
+    """``value`` as an integer of at least ``minimum``
+    (:func:`mechanisms.validation.check_integer`)."""
     try:
-        return base.check_integer(value, key, minimum=minimum)
+        return validation.check_integer(value, key, minimum=minimum)
     except ValueError as err:
         raise ConfigError(str(err)) from None
 
 
 def check_real(value: object, key: str, **limits: Any) -> float:
-    """``value`` as a finite float within ``limits`` (:func:`mechanisms.base.check_real`)."""
+    """``value`` as a finite float within ``limits`` (:func:`mechanisms.validation.check_real`)."""
     try:
-        return base.check_real(value, key, **limits)
+        return validation.check_real(value, key, **limits)
     except ValueError as err:
         raise ConfigError(str(err)) from None
 
@@ -135,7 +136,7 @@ def check_delta(value: object) -> str | float:
     if value == DELTA_INVERSE_N:
         return DELTA_INVERSE_N
     try:
-        return base.check_open_unit(value, "delta")
+        return validation.check_open_unit(value, "delta")
     except ValueError:
         raise ConfigError(f"delta must be '1/n' or a number in (0, 1), got {value!r}") from None
 

@@ -44,9 +44,9 @@ import numpy as np
 from scipy import stats
 
 from experiments.seeding import data_rng
-from mechanisms import base
-from mechanisms.base import check_integer
+from mechanisms import validation
 from mechanisms.targets import import_class
+from mechanisms.validation import check_integer
 
 # numpy.random.Generator methods a synthetic dataset may draw from (continuous laws).
 DISTRIBUTIONS = (
@@ -286,9 +286,9 @@ def check_replicate(replicate: int, replicates: int) -> None:
 
 def check_bounds(name: str, bounds: object) -> tuple[float, float]:
     """``bounds`` as finite floats ``(lower, upper)`` with ``lower < upper``
-    (:func:`mechanisms.base.check_bounds`)."""
+    (:func:`mechanisms.validation.check_bounds`)."""
     try:
-        return base.check_bounds(bounds)
+        return validation.check_bounds(bounds)
     except ValueError as err:
         raise DatasetError(f"dataset {name!r}: {err}") from None
 

@@ -55,8 +55,8 @@ from experiments.results import (
     SUMMARY_FILE,
     config_hash,
 )
-from mechanisms.base import check_integer
 from mechanisms.statistics import MedianInterval
+from mechanisms.validation import check_integer
 
 KEY = ("dataset", "subset", "replicate", "statistic", "mechanism", "epsilon")
 """Columns that identify a row of ``summary.csv``: one cell of the plan."""

@@ -24,8 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from mechanisms.base import check_integer
 from mechanisms.statistics import MEDIAN
+from mechanisms.validation import check_integer
 
 
 @lru_cache(maxsize=1 << 14, typed=True)  # typed: True and 1 are different keys

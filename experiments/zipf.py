@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from experiments.datasets import Dataset, DatasetError
-from mechanisms.base import check_integer, check_real
+from mechanisms.validation import check_integer, check_real
 
 MAX_SUPPORT = 10**8
 """Largest ``M``: the cumulative weights are materialised (8 bytes each)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.base import check_bounds
+from mechanisms.validation import check_bounds
 
 MAX_DOMAIN = 2**53
 """Largest ``|Y|``: every integer of ``[a, b]`` must be exact in float64."""

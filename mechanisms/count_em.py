@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.base import check_choice
 from mechanisms.mode_release import (
     SAMPLERS,
     ModeMechanism,
@@ -44,6 +43,7 @@ from mechanisms.mode_release import (
 )
 from mechanisms.registry import register
 from mechanisms.sampling import score_epsilon
+from mechanisms.validation import check_choice
 
 
 @register

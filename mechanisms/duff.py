@@ -45,14 +45,7 @@ import numpy as np
 if TYPE_CHECKING:
     from mechanisms.error_bounds import Bound
 
-from mechanisms.base import (
-    Guarantee,
-    Mechanism,
-    Neighbouring,
-    Release,
-    check_choice,
-    check_neighbours,
-)
+from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release, check_neighbours
 from mechanisms.duff_utility import QuantileDistance, quantile_distance
 from mechanisms.quantile_em import check_alpha
 from mechanisms.registry import register
@@ -63,6 +56,7 @@ from mechanisms.sampling import (
     score_epsilon,
 )
 from mechanisms.selection import OrderStatistics
+from mechanisms.validation import check_choice
 
 
 def gap_utility(n: int, gaps: np.ndarray) -> np.ndarray:

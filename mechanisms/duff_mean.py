@@ -39,13 +39,13 @@ from mechanisms.base import (
     Mechanism,
     Neighbouring,
     Release,
-    check_choice,
     check_neighbours,
     mean_value,
 )
 from mechanisms.mean_distance import MeanLevels, mean_levels
 from mechanisms.registry import register
 from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
+from mechanisms.validation import check_choice
 
 
 class DuffMeanRelease(Release):

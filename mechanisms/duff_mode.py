@@ -42,11 +42,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.base import check_choice
 from mechanisms.categorical import count_of, domain_counts
 from mechanisms.mode_release import SAMPLERS, ModeMechanism, ModeRelease, exponential_mechanism
 from mechanisms.registry import register
 from mechanisms.sampling import score_epsilon
+from mechanisms.validation import check_choice
 
 
 def utility(sorted_x: np.ndarray, y: np.ndarray | float) -> np.ndarray:

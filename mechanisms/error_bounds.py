@@ -109,19 +109,11 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from mechanisms.base import (
-    Mechanism,
-    Neighbouring,
-    Release,
-    check_bounds,
-    check_data,
-    check_open_unit,
-    check_real,
-    sorted_bounded,
-)
+from mechanisms.base import Mechanism, Neighbouring, Release, sorted_bounded
 from mechanisms.duff import gap_utility
 from mechanisms.quantile_em import quantile_value, rank_distance, sensitivity, split_alpha_n
 from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
+from mechanisms.validation import check_bounds, check_data, check_open_unit, check_real
 
 DEFAULT_ETA = 0.05
 ABS_ERROR = "abs_error"

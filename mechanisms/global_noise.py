@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from mechanisms.base import Guarantee, Release, check_choice, lower_median
+from mechanisms.base import Guarantee, Release, lower_median
 from mechanisms.noise import (
     LOG_FLOAT_MAX,
     NoiseMechanism,
@@ -49,6 +49,7 @@ from mechanisms.noise import (
     log_ratio,
 )
 from mechanisms.registry import register
+from mechanisms.validation import check_choice
 
 CALIBRATIONS = ("analytic", "classical")
 

@@ -74,7 +74,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Neighbouring, Release, check_choice
+from mechanisms.base import Guarantee, Neighbouring, Release
 from mechanisms.monotone_search import SortedData
 from mechanisms.noise import NoiseMechanism, Scale, StandardNoise, log_ratio
 from mechanisms.registry import register
@@ -86,6 +86,7 @@ from mechanisms.tuning import (
     minimise,
     reference_smooth_sensitivity,
 )
+from mechanisms.validation import check_choice
 
 SIGMA_MAX = 2.0
 MAX_CDP_EPSILON = math.sqrt(sys.float_info.max)

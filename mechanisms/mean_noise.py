@@ -52,17 +52,11 @@ from typing import ClassVar
 import numpy as np
 from scipy import special
 
-from mechanisms.base import (
-    Guarantee,
-    Neighbouring,
-    Release,
-    check_rng,
-    check_size,
-    mean_value,
-)
+from mechanisms.base import Guarantee, Neighbouring, Release, mean_value
 from mechanisms.global_noise import analytic_gaussian_scale
 from mechanisms.noise import NoiseMechanism, Scale, StandardGaussian, StandardLaplace, StandardNoise
 from mechanisms.registry import register
+from mechanisms.validation import check_rng, check_size
 
 JointProbability = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 """``(g0, γ, t1) -> P(Z_s <= g0 + γ·Z_c, Z_c > t1)`` for independent standard noises."""

@@ -40,18 +40,10 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import logsumexp
 
-from mechanisms.base import (
-    Guarantee,
-    Mechanism,
-    Neighbouring,
-    Release,
-    check_data,
-    check_rng,
-    check_size,
-    sorted_bounded,
-)
+from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release, sorted_bounded
 from mechanisms.categorical import check_domain, domain_counts, domain_size, mode_value
 from mechanisms.racing import FiniteLevels, RacingSampler
+from mechanisms.validation import check_data, check_rng, check_size
 
 LevelDraw = Callable[[int, np.random.Generator], np.ndarray]
 """Draws ``size`` independent level indices (int64; ``-1`` for ⊥) with the given rng."""

@@ -36,15 +36,10 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import special
 
-from mechanisms.base import (
-    Mechanism,
-    Release,
-    check_neighbours,
-    check_rng,
-    check_size,
-)
+from mechanisms.base import Mechanism, Release, check_neighbours
 from mechanisms.monotone_search import SortedData
 from mechanisms.quantile_em import check_alpha, quantile_rank
+from mechanisms.validation import check_rng, check_size
 
 LOG_FLOAT_MAX = math.log(sys.float_info.max)
 """709.78: ``exp`` of anything larger overflows float64."""

@@ -62,22 +62,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from mechanisms.base import (
-    Guarantee,
-    Mechanism,
-    Neighbouring,
-    Release,
-    check_integer,
-    check_open_unit,
-    check_real,
-    check_rng,
-    check_size,
-    lower_median,
-)
+from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release, lower_median
 from mechanisms.noise import AdditiveNoiseRelease, Scale, StandardLaplace, check_flag
 from mechanisms.registry import register
 from mechanisms.smooth_sensitivity import order_statistics
 from mechanisms.tuning import EvenlySpaced
+from mechanisms.validation import check_integer, check_open_unit, check_real, check_rng, check_size
 
 DEFAULT_REFUSAL_TARGET = 0.5
 DEFAULT_REFERENCE_SIZE = 1000

@@ -54,15 +54,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mechanisms.base import (
-    Guarantee,
-    Neighbouring,
-    Release,
-    check_choice,
-    check_neighbours,
-    check_open_unit,
-)
+from mechanisms.base import Guarantee, Neighbouring, Release, check_neighbours
 from mechanisms.registry import register
+from mechanisms.validation import check_choice, check_open_unit
 
 if TYPE_CHECKING:
     from mechanisms.error_bounds import Bound

@@ -59,7 +59,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mechanisms.base import check_rng, check_size
+from mechanisms.validation import check_rng, check_size
 
 TILE = 1 << 16
 """Entries (draws × levels) of the race processed at once: 512 KiB of float64."""

@@ -89,16 +89,11 @@ from abc import abstractmethod
 
 import numpy as np
 
-from mechanisms.base import (
-    Mechanism,
-    Release,
-    check_choice,
-    check_rng,
-    check_size,
-)
+from mechanisms.base import Mechanism, Release
 from mechanisms.gaps import UNDERFLOW_MARGIN, LogScore, gaps_of, likely_positions, window
 from mechanisms.racing import RacingSampler
 from mechanisms.selection import OrderStatistics
+from mechanisms.validation import check_choice, check_rng, check_size
 
 SAMPLERS = ("inverse_cdf", "racing")
 """How :meth:`PiecewiseUniformRelease.sample` picks the gap (class docstring)."""

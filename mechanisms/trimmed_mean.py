@@ -57,10 +57,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from mechanisms.base import check_integer, check_real
 from mechanisms.quantile_em import exact_alpha
 from mechanisms.smooth_sensitivity import monotone_max, order_statistics
 from mechanisms.tuning import EvenlySpaced
+from mechanisms.validation import check_integer, check_real
 
 MAX_TRIM_FRACTION = 0.5
 

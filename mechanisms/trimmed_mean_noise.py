@@ -64,14 +64,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import special
 
-from mechanisms.base import (
-    Guarantee,
-    Neighbouring,
-    Release,
-    check_choice,
-    check_real,
-    mean_value,
-)
+from mechanisms.base import Guarantee, Neighbouring, Release, mean_value
 from mechanisms.laplace_ln import (
     StandardLaplaceLogNormal,
     ZCDPNoiseMechanism,
@@ -87,6 +80,7 @@ from mechanisms.trimmed_mean import (
     trimmed_mean,
 )
 from mechanisms.tuning import TUNINGS, Penalty, minimise
+from mechanisms.validation import check_choice, check_real
 
 DEFAULT_TRIM = 0.1
 DEFAULT_DEGREES_OF_FREEDOM = 3.0

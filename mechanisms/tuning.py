@@ -64,9 +64,10 @@ from typing import Any
 
 import numpy as np
 
-from mechanisms.base import Neighbouring, check_choice, check_integer
+from mechanisms.base import Neighbouring
 from mechanisms.smooth_selection import SmoothSensitivityMechanism
 from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
+from mechanisms.validation import check_choice, check_integer
 
 TUNINGS = ("public", "oracle")
 DEFAULT_TOLERANCE = 1e-9

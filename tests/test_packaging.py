@@ -97,7 +97,8 @@ NEWCOMER_FILES = {
         import numpy as np
 
         from mechanisms import Guarantee, Mechanism, Neighbouring, Release
-        from mechanisms.base import check_rng, check_size, lower_median
+        from mechanisms.base import lower_median
+        from mechanisms.validation import check_rng, check_size
 
 
         class HalfMidpointRelease(Release):

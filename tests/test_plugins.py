@@ -26,7 +26,8 @@ EXAMPLE_DIR = PROJECT_ROOT / "examples" / "plugin"
 USER_MODULE = '''
 import numpy as np
 from mechanisms import Guarantee, Mechanism, Neighbouring, Release
-from mechanisms.base import check_rng, check_size, lower_median
+from mechanisms.base import lower_median
+from mechanisms.validation import check_rng, check_size
 
 
 class UniformRelease(Release):

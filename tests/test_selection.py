@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import mechanisms
-from mechanisms import base
+from mechanisms import base, validation
 from mechanisms.selection import OrderStatistics
 
 N_LARGE = 300_000  # stride 4 for the sampled selection
@@ -120,7 +120,7 @@ def bits(values) -> np.ndarray:
 
 
 def old_check_data(data: object) -> np.ndarray:
-    """:func:`mechanisms.base.check_data` before its float64 shortcut."""
+    """:func:`mechanisms.validation.check_data` before its float64 shortcut."""
     try:
         array = np.asarray(data)
     except (TypeError, ValueError):
@@ -128,7 +128,7 @@ def old_check_data(data: object) -> np.ndarray:
     if array.ndim != 1:
         raise ValueError(f"data must be 1-D, got an array of shape {array.shape}")
     kind = array.dtype.kind
-    if kind == "O" and not all(base._is_real_number(value) for value in array):
+    if kind == "O" and not all(validation._is_real_number(value) for value in array):
         raise ValueError("data must hold real numbers only, got an object array with other entries")
     if kind == "b":
         raise ValueError(
@@ -164,7 +164,7 @@ DATA = [
 
 
 def old_check_bounds(bounds: object) -> tuple[float, float]:
-    """:func:`mechanisms.base.check_bounds` before it read the pair with ``map``."""
+    """:func:`mechanisms.validation.check_bounds` before it read the pair with ``map``."""
     try:
         if not isinstance(bounds, Iterable):
             raise TypeError
@@ -185,13 +185,13 @@ BOUNDS_IN = [(0, 1), [0.0, 1], (1, 0), (0,), (0, 1, 2), 5, "ab", None, (0, "x"),
 
 def test_check_data_and_check_bounds_are_the_old_ones() -> None:
     for data in DATA:
-        new, old = outcome(base.check_data, data), outcome(old_check_data, data)
+        new, old = outcome(validation.check_data, data), outcome(old_check_data, data)
         assert type(new) is type(old), data
         assert new == old if isinstance(new, str) else np.array_equal(bits(new), bits(old)), data
-    assert base.check_data(FLOATS) is FLOATS  # no copy, as before
+    assert validation.check_data(FLOATS) is FLOATS  # no copy, as before
     for bounds in [*BOUNDS_IN, (-1e308, 1e308), {1: 0, 2: 0}]:
-        assert outcome(base.check_bounds, bounds) == outcome(old_check_bounds, bounds), bounds
-    assert base.check_bounds(iter([0, 1])) == old_check_bounds(iter([0, 1]))
+        assert outcome(validation.check_bounds, bounds) == outcome(old_check_bounds, bounds), bounds
+    assert validation.check_bounds(iter([0, 1])) == old_check_bounds(iter([0, 1]))
 
 
 def test_clipping_is_np_clip() -> None:

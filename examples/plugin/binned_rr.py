@@ -27,7 +27,8 @@ import math
 import numpy as np
 
 from mechanisms import Guarantee, Mechanism, Neighbouring, Release
-from mechanisms.base import check_rng, check_size, lower_median
+from mechanisms.base import lower_median
+from mechanisms.validation import check_rng, check_size
 
 
 class BinnedRRRelease(Release):

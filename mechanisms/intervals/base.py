@@ -20,7 +20,7 @@ proven).  ``release.coverage(t)`` is conditional on the dataset; averaging it ov
 datasets drawn from a distribution whose median is ``t`` gives the coverage.
 
 Conventions shared with the point mechanisms: data and bounds go through
-:func:`mechanisms.base.check_data` and :func:`mechanisms.base.check_bounds`, the
+:func:`mechanisms.validation.check_data` and :func:`mechanisms.validation.check_bounds`, the
 data are bounded by clipping, the empty dataset is valid input, and errors
 depend only on public inputs (ε, δ, α, options, bounds).  Methods whose target
 ranks depend on ``n`` treat ``n`` as public: their guarantee is for replace-one
@@ -35,18 +35,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from mechanisms.base import (
-    Mechanism,
-    Neighbouring,
-    OutputDistribution,
-    Release,
-    check_delta,
-    check_epsilon,
-    check_rng,
-    check_size,
-    lower_median,
-)
+from mechanisms.base import Mechanism, Neighbouring, OutputDistribution, Release, lower_median
 from mechanisms.quantile_em import check_alpha
+from mechanisms.validation import check_delta, check_epsilon, check_rng, check_size
 
 POPULATION_MEDIAN = "population median of i.i.d. data"
 """Target: any median ``m`` of the distribution the i.i.d. data are drawn from

@@ -88,7 +88,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import stats
 
-from mechanisms.base import Guarantee, Neighbouring, check_open_unit
+from mechanisms.base import Guarantee, Neighbouring
 from mechanisms.intervals.base import (
     IndependentEndpoints,
     IntervalMechanism,
@@ -97,6 +97,7 @@ from mechanisms.intervals.base import (
     whole_range,
 )
 from mechanisms.sampling import PiecewiseUniformRelease, score_epsilon
+from mechanisms.validation import check_open_unit
 
 DEFAULT_GRANULARITY = 1e-3
 """Default buffer ``θ/(b − a)``: ``ρ = 500``, so ``ln ρ ≈ 6.2`` ranks per unit of κ."""

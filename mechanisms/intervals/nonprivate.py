@@ -36,7 +36,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from mechanisms.base import Guarantee, Neighbouring, check_integer
+from mechanisms.base import Guarantee, Neighbouring
 from mechanisms.intervals.base import (
     IndependentEndpoints,
     IntervalMechanism,
@@ -45,6 +45,7 @@ from mechanisms.intervals.base import (
     whole_range,
 )
 from mechanisms.registry import register
+from mechanisms.validation import check_integer
 
 
 def binomial_half_cdf(n: int) -> np.ndarray:

@@ -44,13 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.base import (
-    Guarantee,
-    Mechanism,
-    check_integer,
-    check_rng,
-    check_size,
-)
+from mechanisms.base import Guarantee, Mechanism
 from mechanisms.intervals.base import (
     APPROXIMATE,
     POPULATION_MEDIAN,
@@ -59,6 +53,7 @@ from mechanisms.intervals.base import (
 )
 from mechanisms.intervals.nonprivate import order_statistic_coverage, sign_test_rank
 from mechanisms.registry import configure, register, resolve
+from mechanisms.validation import check_integer, check_rng, check_size
 
 DEFAULT_BLOCKS = 10
 """Default ``k`` (sign-test pair ``(2, 9)``, nominal 0.9785 at α = 0.05), chosen on

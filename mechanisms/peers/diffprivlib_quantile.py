@@ -40,17 +40,12 @@ import math
 
 import numpy as np
 
-from mechanisms.base import (
-    Guarantee,
-    Release,
-    check_neighbours,
-    check_rng,
-    check_size,
-)
+from mechanisms.base import Guarantee, Release, check_neighbours
 from mechanisms.peers import PeerMechanism, require
 from mechanisms.quantile_em import check_alpha, quantile_value, sensitivity
 from mechanisms.registry import register
 from mechanisms.sampling import PiecewiseUniformRelease
+from mechanisms.validation import check_rng, check_size
 
 MIN_WIDTH = 1e-5
 """diffprivlib widens bounds narrower than this (``check_bounds(min_separation=1e-5)``)."""

@@ -60,18 +60,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from mechanisms.base import (
-    Guarantee,
-    Neighbouring,
-    Release,
-    check_choice,
-    check_integer,
-    check_rng,
-    check_size,
-)
+from mechanisms.base import Guarantee, Neighbouring, Release
 from mechanisms.peers import PeerMechanism, require
 from mechanisms.quantile_em import check_alpha, quantile_value
 from mechanisms.registry import register
+from mechanisms.validation import check_choice, check_integer, check_rng, check_size
 
 SELECTIONS = ("permute_and_flip", "exponential")
 ALPHA_DENOMINATOR = 10_000
