@@ -88,6 +88,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 
@@ -121,6 +122,30 @@ def is_median(alpha: float) -> bool:
     return exact_alpha(alpha) == Fraction(1, 2)
 
 
+def _ranks_reader(
+    sorted_x: SortedData, lower: float, upper: float
+) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`order_statistics` of ``sorted_x`` padded with ``lower`` and ``upper``, as a
+    function of the ranks."""
+    return lambda ranks: order_statistics(sorted_x, ranks, lower, upper)
+
+
+def _median_gaps_reader(
+    sorted_x: SortedData, at: Callable[[np.ndarray], np.ndarray]
+) -> Callable[[int, int], np.ndarray]:
+    """The median's ``A(k) = x_{floor((n+k)/2)+1} - x_{floor((n-k)/2)}`` for
+    ``start <= k < stop``, as a function of ``(start, stop)``; ``at`` reads padded ranks."""
+    n = sorted_x.size
+
+    def gaps(start: int, stop: int) -> np.ndarray:
+        costs = np.arange(start, stop)
+        if stop <= n - 1:  # k <= n - 2: both ranks in 1..n, no padding (and shifts are fast)
+            return sorted_x[(costs + n) >> 1] - sorted_x[((n - costs) >> 1) - 1]
+        return at((n + costs) // 2 + 1) - at((n - costs) // 2)
+
+    return gaps
+
+
 class QuantileSmoothSensitivity:
     """``SS_β`` of the α-quantile ``x_(ceil(αn))`` of ``sorted_x ⊂ [lower, upper]``, for any β >= 0.
 
@@ -150,27 +175,21 @@ class QuantileSmoothSensitivity:
         self.rank = rank_of(n, alpha)  # 0 for the empty set, whose quantile is a
         self._median: MedianEnvelope | None = None
         self._quantile: QuantileAddRemove | None = None
+        # Readers of the data that do not hold this object: the envelopes keep them, and a
+        # bound method there would make a reference cycle that keeps the data alive until
+        # the cyclic garbage collector runs (a dataset's worth per release at n = 10^7).
+        self._at = _ranks_reader(sorted_x, self._lower, self._upper)
         if self.neighbouring is Neighbouring.REPLACE_ONE:
             r = self.rank
             near = self._at(np.array([r - 1, r, r + 1]))
             self.local_sensitivity = float(max(near[2] - near[1], near[1] - near[0] if r else 0))
         elif is_median(alpha):
-            self._median = MedianEnvelope(self._add_remove_gaps, n, self._log_range)
-            self.local_sensitivity = float(self._add_remove_gaps(0, 1)[0])
+            gaps = _median_gaps_reader(sorted_x, self._at)
+            self._median = MedianEnvelope(gaps, n, self._log_range)
+            self.local_sensitivity = float(gaps(0, 1)[0])
         else:
             self._quantile = QuantileAddRemove(self._at, n, alpha, self._log_range)
             self.local_sensitivity = self._quantile.local_sensitivity
-
-    def _at(self, ranks: np.ndarray) -> np.ndarray:
-        return order_statistics(self._x, ranks, self._lower, self._upper)
-
-    def _add_remove_gaps(self, start: int, stop: int) -> np.ndarray:
-        """The median's A(k) = x_{floor((n+k)/2)+1} - x_{floor((n-k)/2)}, ``start <= k < stop``."""
-        n = self._x.size
-        costs = np.arange(start, stop)
-        if stop <= n - 1:  # k <= n - 2: both ranks in 1..n, no padding (and shifts are fast)
-            return self._x[(costs + n) >> 1] - self._x[((n - costs) >> 1) - 1]
-        return self._at((n + costs) // 2 + 1) - self._at((n - costs) // 2)
 
     def _log_replace_one(self, beta: float) -> float:
         n = self._x.size
