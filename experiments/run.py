@@ -46,15 +46,12 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
-from tqdm.auto import tqdm
 
 from experiments.conf_files import CONF_DIR
 from experiments.config import (
@@ -65,7 +62,8 @@ from experiments.config import (
     worker_count,
 )
 from experiments.datasets import DatasetError
-from experiments.plan import Plan, Unit, build_plan
+from experiments.execute import execute_units, unit_pool
+from experiments.plan import Plan, build_plan
 from experiments.provenance import git_state, package_versions
 from experiments.results import (
     ESTIMATES_FILE,
@@ -77,13 +75,9 @@ from experiments.results import (
     lock_results_dir,
     open_results_dir,
     remove_temporaries,
-    save_unit,
     unit_path,
     write_json_atomic,
 )
-from experiments.supervisor import DaskPool, LokyPool, Pool, Supervisor, Task
-from experiments.unit import failed_unit, run_unit
-from mechanisms.statistics import MEDIAN
 
 log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -93,30 +87,6 @@ EXIT_INTERRUPTED = 130
 
 class SweepInterrupted(Exception):
     """Ctrl-C during a sweep; the message says how much was saved and how to resume."""
-
-
-# ------------------------------------------------------------------ settings
-
-
-@contextmanager
-def _pool(
-    backend: str, address: str | None, workers: int, modules: Sequence[str]
-) -> Iterator[tuple[Pool, int]]:
-    """The pool to run units on, and how many units to keep in flight."""
-    if backend == "loky":
-        yield LokyPool(workers, modules), workers
-        return
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ConfigError("backend=dask needs `pip install 'dask[distributed]'`") from None
-    try:
-        client = Client(address)
-    except OSError as err:
-        raise ConfigError(f"scheduler_address: cannot connect to {address}: {err}") from None
-    with client:
-        threads = max(1, sum(client.nthreads().values()))
-        yield DaskPool(client), threads
 
 
 # ------------------------------------------------------------------ the sweep
@@ -167,42 +137,6 @@ def _manifest(
         "invocations": [*history, invocation],
         **extra,
     }
-
-
-def _execute(
-    todo: Sequence[tuple[Unit, Path]],
-    plan: Plan,
-    digest: str,
-    *,
-    pool: Pool,
-    in_flight: int,
-    timeout: float | None,
-    desc: str,
-) -> None:
-    """Run the units of ``todo`` under a :class:`Supervisor`; each ends with a unit file."""
-    settings = plan.settings
-    bar = tqdm(total=len(todo), desc=desc, unit="unit", disable=None, file=sys.stderr)
-
-    def failed(task: Task, cause: str) -> None:
-        unit, path = task.key
-        log.warning("%s: %s", _unit_name(unit), cause)
-        estimates = None
-        if settings.keep_estimates:
-            estimates = np.full((len(settings.epsilons), settings.trials), np.nan)
-        save_unit(path, failed_unit(unit, settings, cause), estimates, digest)
-        bar.update()
-
-    tasks = [
-        Task((unit, path), run_unit, (unit, settings, path, digest, timeout)) for unit, path in todo
-    ]
-    with bar:
-        supervisor = Supervisor(pool, in_flight, timeout, lambda task: bar.update(), failed)
-        supervisor.run(tasks)
-
-
-def _unit_name(unit: Unit) -> str:
-    statistic = "" if unit.statistic == MEDIAN else f" ({unit.statistic.id})"
-    return f"{unit.mechanism.label}{statistic} on {unit.dataset.id} #{unit.replicate}"
 
 
 def run(
@@ -275,9 +209,9 @@ def _run_locked(
         log.info("resuming %s: %d of %d units to compute", out, len(todo), len(units))
     try:
         modules = sorted({m.module for m in plan.mechanisms})
-        with _pool(backend, address, workers, modules) as (pool, in_flight):
+        with unit_pool(backend, address, workers, modules) as (pool, in_flight):
             invocation["n_jobs_effective"] = in_flight
-            _execute(
+            execute_units(
                 todo,
                 plan,
                 digest,

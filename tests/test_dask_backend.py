@@ -72,7 +72,7 @@ BARS: list[CountingBar] = []
 
 def test_dask_local_cluster_gives_the_loky_numbers(compose_config, tmp_path, monkeypatch) -> None:
     distributed = pytest.importorskip("distributed")
-    monkeypatch.setattr("experiments.run.tqdm", CountingBar)
+    monkeypatch.setattr("experiments.execute.tqdm", CountingBar)
     BARS.clear()
     cfg = compose_config(tiny_overrides(), [LAPLACE, GAUSSIAN, DUFF])
     loky = run(cfg, results_dir=tmp_path / "loky", n_jobs=2)

@@ -177,7 +177,7 @@ def test_a_writer_killed_mid_sweep_leaves_no_temporary(compose_config, tmp_path,
     from experiments import run as run_module
 
     results = tmp_path / "out"
-    execute = run_module._execute
+    execute = run_module.execute_units
 
     def killed_writer(todo, *args, **kwargs):
         unit_dir = todo[0][1].parent
@@ -185,7 +185,7 @@ def test_a_writer_killed_mid_sweep_leaves_no_temporary(compose_config, tmp_path,
         (unit_dir / f".{todo[0][1].name}.4242.0badc0de.tmp").write_bytes(b"half a unit")
         execute(todo, *args, **kwargs)
 
-    monkeypatch.setattr(run_module, "_execute", killed_writer)
+    monkeypatch.setattr(run_module, "execute_units", killed_writer)
     run(compose_config(tiny_overrides(), [LAPLACE]), results_dir=results)
     assert set(read_summary(results)["status"]) == {"ok"}
     assert not list(results.rglob("*.tmp"))
