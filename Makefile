@@ -39,6 +39,9 @@ regress: $(INSTALLED)
 
 benchmarks: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_release.py
-	$(BIN)/python benchmarks/bench_sweep.py --dask
+	$(BIN)/python benchmarks/bench_sweep.py --dask --gate
 	$(BIN)/python benchmarks/bench_memory.py
+	$(BIN)/python benchmarks/bench_small.py --label after --out benchmarks/results/small_after.json
+	$(BIN)/python benchmarks/bench_racing.py --out benchmarks/results/racing.json
+	$(BIN)/python benchmarks/bench_harness.py --label after --out benchmarks/results/harness_after.json
 	$(BIN)/python benchmarks/report.py

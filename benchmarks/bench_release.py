@@ -2,9 +2,10 @@
 
 For each ``n`` the data are ``n`` unsorted draws of N(0, 1) on the public bounds
 ``[-10, 10]`` (Figure 1's normal dataset), ε = 1 and δ = 1/n.  One *release* is
-what a sweep pays per (dataset, mechanism, ε): ``mechanism.release(data, bounds)``
-(check, clip, sort, build the output distribution, tune) plus
-``release.sample(trials, rng)``.  Its cost is divided by the time of
+``mechanism.release(data, bounds)`` (check, clip, sort or select, build the output
+distribution, tune) plus ``release.sample(trials, rng)``: one table with
+``trials = 1`` (one estimate; the peers' unit of work) and one with ``trials = 100``
+(what a sweep pays per (dataset, mechanism, ε)).  Its cost is divided by the time of
 ``np.sort(data)`` measured in the same loop (interleaved, so both see the same
 machine load); the ratio is the median over repetitions, each repetition timing
 the sort and every mechanism once (and ``np.partition`` around the median once,
@@ -14,10 +15,17 @@ load on the machine disturbs much less than wall time.  ``*_public`` mechanisms 
 per ``(ε, δ, n)`` (:func:`functools.lru_cache`), as in a sweep: a warm-up call
 fills the cache, and its one-off cost is reported separately as ``first_call``.
 
+The peers (OpenDP's and diffprivlib's quantiles, :mod:`mechanisms.peers`) are
+timed the same way when their extra is installed, at ``trials = 1`` only (their
+``sample(k)`` runs the library's mechanism ``k`` times), but only while one release is
+predicted to take under ``--peer-limit`` seconds (30 s by default, from the
+previous size's time scaled by ``n``); above it their cells are ``null``.  They
+do not count toward the ``--budget`` of repetitions (at least 3 each).
+
 Usage::
 
-    python benchmarks/bench_release.py                   # n = 1e3 .. 1e7 (~2 min)
-    python benchmarks/bench_release.py --sizes 1000 100000 --out /tmp/release.json
+    python benchmarks/bench_release.py                   # n = 1e3 .. 1e7 (~6 min)
+    python benchmarks/bench_release.py --sizes 1000 100000 --trials 1 --out /tmp/release.json
 """
 
 from __future__ import annotations
@@ -27,8 +35,10 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,10 +67,22 @@ MECHANISMS: dict[str, tuple[str, dict[str, object]]] = {
     "smooth_laplace_q0.1": ("smooth_laplace", {"tuning": "oracle", "alpha": 0.1}),
 }
 """Benchmark label -> (registry name, options), as in conf/mechanism/."""
+PEERS: dict[str, tuple[str, dict[str, object]]] = {
+    "opendp_quantile": ("opendp_quantile", {}),
+    "diffprivlib_quantile": ("diffprivlib_quantile", {}),
+}
+"""The peer libraries' medians, when installed (``pip install -e '.[peers]'``)."""
+PEER_REPETITIONS = 3
+
+
+def installed_peers() -> dict[str, tuple[str, dict[str, object]]]:
+    """The entries of :data:`PEERS` whose library is installed."""
+    available = set(mechanisms.available())
+    return {label: entry for label, entry in PEERS.items() if entry[0] in available}
 
 
 def make(label: str, n: int) -> mechanisms.Mechanism:
-    name, options = MECHANISMS[label]
+    name, options = {**MECHANISMS, **PEERS}[label]
     delta = 1.0 / n if mechanisms.get(name).requires_delta else None
     return mechanisms.make(name, epsilon=EPSILON, delta=delta, **options)
 
@@ -84,8 +106,24 @@ def one_partition(data: np.ndarray) -> float:
     return time.process_time() - start
 
 
-def measure(n: int, trials: int, budget: float, seed: int) -> dict[str, object]:
-    """Ratios to np.sort at size ``n``; repetitions until ``budget`` seconds (3 to 50)."""
+def measure_peers(
+    labels: list[str], data: np.ndarray, trials: int, rng: np.random.Generator
+) -> dict[str, tuple[float, float]]:
+    """(median release seconds, median sort seconds) of each peer, interleaved as below."""
+    out = {}
+    for label in labels:
+        peer = make(label, data.size)
+        sorts, times = [], []
+        for _ in range(PEER_REPETITIONS):
+            sorts.append(one_sort(data))
+            times.append(one_release(peer, data, trials, rng))
+        out[label] = (statistics.median(times), statistics.median(sorts))
+    return out
+
+
+def measure(n: int, trials: int, budget: float, seed: int, peers: list[str]) -> dict[str, Any]:
+    """Ratios to np.sort at size ``n``; repetitions until ``budget`` seconds (3 to 50);
+    then each peer of ``peers`` (3 repetitions, the sort timed beside it)."""
     rng = np.random.default_rng(seed)
     data = rng.normal(size=n)
     data.setflags(write=False)
@@ -103,6 +141,7 @@ def measure(n: int, trials: int, budget: float, seed: int) -> dict[str, object]:
         partitions.append(one_partition(data))
         repetitions += 1
     sort_seconds = statistics.median(sorts)
+    peer_times = measure_peers(peers, data, trials, rng)
     return {
         "n": n,
         "repetitions": repetitions,
@@ -111,32 +150,98 @@ def measure(n: int, trials: int, budget: float, seed: int) -> dict[str, object]:
         "seconds": {label: statistics.median(t) for label, t in times.items()},
         "ratio": {label: statistics.median(t) / sort_seconds for label, t in times.items()},
         "first_call_seconds": first_call,
+        "peer_seconds": {
+            label: peer_times[label][0] if label in peer_times else None
+            for label in installed_peers()
+        },
+        "peer_ratio": {
+            label: peer_times[label][0] / peer_times[label][1] if label in peer_times else None
+            for label in installed_peers()
+        },
     }
+
+
+def peers_within(limit: float, n: int, previous: dict[str, Any] | None) -> list[str]:
+    """The installed peers predicted (linearly in ``n`` from the previous size) to release in
+    under ``limit`` seconds; all of them at the first size."""
+    labels = list(installed_peers())
+    if limit <= 0:
+        return []
+    if previous is None:
+        return labels
+    seconds, scale = previous["peer_seconds"], n / previous["n"]
+    return [
+        label for label in labels if seconds[label] is not None and seconds[label] * scale < limit
+    ]
+
+
+def code_version() -> str:
+    """The commit of the ``mechanisms`` package timed (``PYTHONPATH`` may point at another
+    checkout), with ``+`` when its tree has uncommitted changes."""
+    where = Path(mechanisms.__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return f"commit {head}{' +' if dirty else ''}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
-    parser.add_argument("--trials", type=int, default=100, help="sample size per release")
+    parser.add_argument(
+        "--trials",
+        type=int,
+        nargs="+",
+        default=[1, 100],
+        help="sample sizes per release, one table each (peers: only 1)",
+    )
     parser.add_argument("--budget", type=float, default=4.0, help="seconds per n (at least 3 reps)")
     parser.add_argument("--seed", type=int, default=2020)
+    parser.add_argument(
+        "--peer-limit",
+        type=float,
+        default=30.0,
+        help="largest predicted seconds per peer release (0: no peers)",
+    )
     parser.add_argument("--out", type=Path, default=HERE / "results" / "release.json")
     args = parser.parse_args()
-    rows = []
-    for n in args.sizes:
-        row = measure(n, args.trials, args.budget, args.seed)
-        rows.append(row)
-        ratios = " ".join(f"{k}={v:.2f}" for k, v in row["ratio"].items())
-        print(f"n={n:>9} sort={row['sort_seconds'] * 1e3:9.3f} ms  {ratios}", flush=True)
+    tables = []
+    for trials in args.trials:
+        rows: list[dict[str, Any]] = []
+        for n in args.sizes:
+            peers = peers_within(args.peer_limit, n, rows[-1] if rows else None)
+            row = measure(n, trials, args.budget, args.seed, peers if trials == 1 else [])
+            rows.append(row)
+            ratios = " ".join(f"{k}={v:.2f}" for k, v in row["ratio"].items())
+            ratios += "".join(
+                f" {k}={v:.1f}" for k, v in row["peer_ratio"].items() if v is not None
+            )
+            print(
+                f"trials={trials} n={n:>9} sort={row['sort_seconds'] * 1e3:9.3f} ms  {ratios}",
+                flush=True,
+            )
+        tables.append({"trials": trials, "rows": rows})
     report = {
         "benchmark": "release",
         "epsilon": EPSILON,
-        "trials": args.trials,
         "bounds": list(BOUNDS),
         "numpy": np.__version__,
+        "code": code_version(),
         "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
         "load_average": os.getloadavg(),
-        "rows": rows,
+        "tables": tables,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

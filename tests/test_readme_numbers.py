@@ -65,6 +65,7 @@ def test_every_marked_number_is_in_a_marker_the_script_fills(numbers: ModuleType
             "ptr_table",
             "trimmed_median_table",
             "intervals_table",
+            "speed_table",
         }
     )
 
@@ -122,9 +123,9 @@ def test_a_changed_json_reference_is_named(numbers: ModuleType, references: Path
         ("PEERS", r"(\| normal \| 0\.1 \| )[^|]+", "0.0999 ", "table peers_table line 4"),
         (
             "BENCH",
-            r"(\| smooth_laplace_q0\.1(?: \| [^|]+){2} \| )[^|]+",
-            "99.9 ",
-            "bench.cost_1e5_max",
+            r"(\| duff(?: \| [^|]+){3} \| )[^|]+",
+            "0.99 ",
+            "bench.select_1e6_max",
         ),
         ("BOUNDS", r"(\| quantile_em \|(?: [^|]+ \|){4} )[^|]+", "0.9 (1) ", "bounds.qem_cover"),
         ("AUDIT", r'("duff": \{\s*"statistic": "loss/eps",\s*"max": )[^,]+', "0.5", "audit.duff"),

@@ -25,11 +25,11 @@ import re
 import sys
 from pathlib import Path
 
+from experiments.reports.readme_bench import bench_numbers, speed_block
 from experiments.reports.readme_values import (
     Numbers,
     audit_numbers,
     baseline_numbers,
-    bench_numbers,
     bounds_numbers,
     figure1_numbers,
     figure2_block,
@@ -44,7 +44,6 @@ from experiments.reports.readme_values import (
     quantiles_block,
     quantiles_numbers,
     studies_numbers,
-    sweep_numbers,
     trimmed_block,
 )
 from experiments.reports.reference_tables import NumbersError
@@ -61,7 +60,6 @@ NUMBERS = (
     peers_numbers,
     bounds_numbers,
     bench_numbers,
-    sweep_numbers,
     audit_numbers,
     baseline_numbers,
     quantiles_numbers,
@@ -76,6 +74,7 @@ BLOCKS = {
     "ptr_table": ptr_block,
     "trimmed_median_table": trimmed_block,
     "intervals_table": intervals_block,
+    "speed_table": speed_block,
 }
 
 

@@ -320,66 +320,6 @@ def bounds_numbers(root: Path) -> Numbers:
     return out | span("bounds.paper_c_false", [float(m[1]) for m in false if m], decimals(0))
 
 
-def oracle_tuned(label: str) -> bool:
-    """Whether a benchmark label is an oracle-tuned (non-private) smooth-sensitivity mechanism."""
-    return label.startswith(("smooth_laplace", "laplace_ln")) and "_public" not in label
-
-
-def bench_numbers(root: Path) -> Numbers:
-    """Scale: per-release cost as a ratio to np.sort (the mechanisms that sort, and Duff and
-    the quantile EM, which select), and what it implies at n = 10⁵."""
-    cost = pick(root, BENCH, "Per-release cost", "release(data, bounds)")
-    sort = {"mechanism": "`np.sort` (ms)"}
-    partition = {"mechanism": "`np.partition` (median)"}
-    references = (sort["mechanism"], partition["mechanism"])
-    mechanisms = [r for r in cost.rows if r["mechanism"] not in references]
-    selection = "≤ 0.5× at n ≥ 1e6 (selection)"  # the verdict only rows that select have
-    selecting = [r for r in mechanisms if r[selection]]
-    sorting = [r for r in mechanisms if not r[selection]]
-    out = {f"bench.sort_1e{n}": cost.get(sort, f"n = 1e+0{n}") for n in (5, 6)}
-    out["bench.partition_1e6"] = cost.get(partition, "n = 1e+06")
-    out |= span(
-        "bench.cost_1e5",
-        [number(c, BENCH) for c in cost.cells(mechanisms, "n = 1e+05")],
-        decimals(2),
-    )
-    for n in (6, 7):
-        column = f"n = 1e+0{n}"
-        out |= span(
-            f"bench.cost_1e{n}",
-            [number(c, BENCH) for c in cost.cells(sorting, column)],
-            decimals(2),
-        )
-        out |= span(
-            f"bench.select_1e{n}",
-            [number(c, BENCH) for c in cost.cells(selecting, column)],
-            decimals(2),
-        )
-    met = cost.cells(mechanisms, "≤ 1.5× at n ≥ 1e5").count("met")
-    out["bench.target"] = "every mechanism" if met == len(mechanisms) else f"{met} of them"
-    selected = cost.cells(selecting, selection).count("met")
-    out["bench.select_target"] = "all" if selected == len(selecting) else f"{selected} of them"
-    sort_ms = number(out["bench.sort_1e5"], BENCH)
-    extra = {r["mechanism"]: (number(r["n = 1e+05"], BENCH) - 1) * sort_ms for r in mechanisms}
-    out["bench.oracle_extra_ms"] = sig(extra["smooth_laplace"], 2)
-    out["bench.oracle_fast_sort"] = sig(1 + 4 * extra["smooth_laplace"] / sort_ms, 2)
-    untuned = [extra[r["mechanism"]] for r in sorting if not oracle_tuned(r["mechanism"])]
-    return out | {"bench.untuned_extra_ms": sig(max(untuned), 2)}
-
-
-def sweep_numbers(root: Path) -> Numbers:
-    """Scale: the figure1 sweep's wall time and efficiency, the sweeps' peak memory."""
-    sweep, loky2 = pick(root, BENCH, "Sweep throughput"), {"run": "loky n_jobs=2"}
-    runs = {"loky1": "loky n_jobs=1", "loky2": "loky n_jobs=2", "dask": "dask 2 workers"}
-    out = {f"bench.{key}_s": sweep.get({"run": run}, "wall (s)") for key, run in runs.items()}
-    out["bench.loky2_round"] = fixed(number(out["bench.loky2_s"], BENCH), 0)
-    out["bench.units"] = count(sweep.numbers("units", loky2)[0])
-    out["bench.efficiency"] = fixed(sweep.numbers("wall efficiency", loky2)[0], 0)
-    memory = pick(root, BENCH, "Peak memory")
-    out["bench.memory"] = fixed(max(memory.numbers("above baseline (datasets)")), 1)
-    return out | {"bench.memory_units": " and ".join(memory.cells(memory.rows, "units"))}
-
-
 def audit_numbers(root: Path) -> Numbers:
     """Largest privacy loss / ε per pure-DP mechanism (the median's, and the intervals' whose
     ends have exact cdfs); largest HS / δ with a guarantee."""
