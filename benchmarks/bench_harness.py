@@ -33,9 +33,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import tempfile
 import time
 from collections import defaultdict
@@ -46,6 +44,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+from bench_output import host, write_report
 from hydra import compose, initialize_config_dir
 
 from experiments import plan as plan_module
@@ -190,13 +189,11 @@ def main() -> None:
     report = {
         "benchmark": "harness",
         "label": args.label,
-        "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+        "host": host(),
         "load_average": os.getloadavg(),
         "runs": runs,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

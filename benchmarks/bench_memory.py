@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -35,6 +33,7 @@ import time
 from pathlib import Path
 
 import psutil
+from bench_output import host, write_report
 
 HERE = Path(__file__).resolve().parent
 PROJECT_ROOT = HERE.parent
@@ -130,17 +129,11 @@ def main() -> None:
     report = {
         "benchmark": "memory",
         "method": "psutil RSS of the process tree every 20 ms; ru_maxrss of RUSAGE_CHILDREN",
-        "host": {
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
-            "memory_gb": psutil.virtual_memory().total / 2**30,
-        },
+        "host": host() | {"memory_gb": psutil.virtual_memory().total / 2**30},
         "baseline": baseline,
         "rows": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

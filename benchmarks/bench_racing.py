@@ -30,9 +30,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -40,6 +38,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+from bench_output import host, write_report
 
 from mechanisms.duff import gap_utility
 from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
@@ -168,14 +167,12 @@ def main() -> None:
         report = {
             "benchmark": "racing",
             "numpy": np.__version__,
-            "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+            "host": host(),
             "load_average": os.getloadavg(),
             "by_levels": levels,
             "at_sweep_sizes": sweep,
         }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {args.out}")
+        write_report(args.out, report)
 
 
 if __name__ == "__main__":

@@ -31,9 +31,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import subprocess
 import time
@@ -41,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_output import host, write_report
 
 import mechanisms
 
@@ -178,20 +177,14 @@ def peers_within(limit: float, n: int, previous: dict[str, Any] | None) -> list[
 def code_version() -> str:
     """The commit of the ``mechanisms`` package timed (``PYTHONPATH`` may point at another
     checkout), with ``+`` when its tree has uncommitted changes."""
-    where = Path(mechanisms.__file__).resolve().parent
+    where = str(Path(mechanisms.__file__).resolve().parent)
+
+    def git(*arguments: str) -> str:
+        command = ["git", "-C", where, *arguments]
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head, dirty = git("rev-parse", "--short", "HEAD"), git("status", "--porcelain", "-uno")
     except (OSError, subprocess.CalledProcessError):
         return "not a git checkout"
     return f"commit {head}{' +' if dirty else ''}"
@@ -239,13 +232,11 @@ def main() -> None:
         "bounds": list(BOUNDS),
         "numpy": np.__version__,
         "code": code_version(),
-        "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+        "host": host(),
         "load_average": os.getloadavg(),
         "tables": tables,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

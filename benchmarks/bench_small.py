@@ -18,15 +18,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from bench_output import host, write_report
 
 import mechanisms
 
@@ -80,13 +78,11 @@ def main() -> None:
         "label": args.label,
         "n": args.n,
         "trials": args.trials,
-        "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+        "host": host(),
         "sort_seconds": sort_seconds,
         "seconds": seconds,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

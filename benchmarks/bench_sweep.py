@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ import time
 from pathlib import Path
 
 import psutil
+from bench_output import host, write_report
 from hydra import compose, initialize_config_dir
 
 from experiments.conf_files import CONF_DIR
@@ -136,16 +136,14 @@ def main() -> None:
         "benchmark": "sweep",
         "experiment": "figure1",
         "replicates": args.replicates,
-        "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
+        "host": host(),
         "load_average_before": load_before,
         "runs": runs,
     }
     if args.gate:
         report["gate"] = timed_gate(max(args.jobs))
         print(json.dumps(report["gate"]), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
 
 
 if __name__ == "__main__":

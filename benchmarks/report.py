@@ -36,6 +36,12 @@ from report_release import (
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 HARNESS_ROWS = 8
+SHOWN = {
+    "levels": ("levels", str),
+    "n": ("n", lambda n: f"{n:.0e}"),
+    "epsilon": ("ε", lambda e: f"{e:g}"),
+}
+"""The heading and the format of each key column of the racing tables."""
 EFFICIENCY_TARGET = 0.85
 WALL_TARGET = 5.0
 GATE_TARGET = 3.0
@@ -199,41 +205,40 @@ def harness_section(runs: list[dict]) -> list[str]:
 
 def racing_section(racing: dict) -> list[str]:
     """The Duff paper's racing sampler (Algorithm 1) against inversion: ns per draw."""
-    lines = [
+
+    def table(caption: str, keys: list[str], rows: list[dict]) -> list[str]:
+        head = [
+            *(SHOWN[key][0] for key in keys),
+            "draws",
+            "inverse cdf (ns/draw)",
+            "racing (ns/draw)",
+            "racing / inverse",
+        ]
+        lines = [caption, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rows:
+            ns, shown = r["ns_per_draw"], [SHOWN[key][1](r[key]) for key in keys]
+            cells = [*shown, str(r["draws"]), f"{ns['inverse_cdf']:.1f}", f"{ns['racing']:.1f}"]
+            lines.append("| " + " | ".join([*cells, f"{r['ratio']:.2f}"]) + " |")
+        return [*lines, ""]
+
+    ratios = [r["ratio"] for r in (*racing["by_levels"], *racing["at_sweep_sizes"])]
+    return [
         "## Duff's two exact samplers: racing (Algorithm 1) against the inverse cdf",
         "",
-        "Per draw, on a release built once (N levels, one per gap):",
-        "",
-        "| levels | draws | inverse cdf (ns/draw) | racing (ns/draw) | racing / inverse |",
-        "|---|---|---|---|---|",
-    ]
-    for r in racing["by_levels"]:
-        ns = r["ns_per_draw"]
-        lines.append(
-            f"| {r['levels']} | {r['draws']} | {ns['inverse_cdf']:.1f} | {ns['racing']:.1f} | "
-            f"{r['ratio']:.2f} |"
-        )
-    lines += [
-        "",
-        "Per release (build on sorted N(0, 1) data on [-10, 10] + sample), per draw:",
-        "",
-        "| n | ε | levels | draws | inverse cdf (ns/draw) | racing (ns/draw) | racing / inverse |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in racing["at_sweep_sizes"]:
-        ns = r["ns_per_draw"]
-        lines.append(
-            f"| {r['n']:.0e} | {r['epsilon']:g} | {r['levels']} | {r['draws']} | "
-            f"{ns['inverse_cdf']:.1f} | {ns['racing']:.1f} | {r['ratio']:.2f} |"
-        )
-    ratios = [r["ratio"] for r in (*racing["by_levels"], *racing["at_sweep_sizes"])]
-    lines += [
-        "",
+        *table(
+            "Per draw, on a release built once (N levels, one per gap):",
+            ["levels"],
+            racing["by_levels"],
+        ),
+        *table(
+            "Per release (build on sorted N(0, 1) data on [-10, 10] + sample), per draw:",
+            ["n", "epsilon", "levels"],
+            racing["at_sweep_sizes"],
+        ),
         f"* Racing / inverse cdf: {min(ratios):.2f}× to {max(ratios):.2f}× over the "
         f"{len(ratios)} settings; the default sampler stays the inverse cdf: "
         f"{verdict(min(ratios) >= 1.0)}.",
     ]
-    return lines
 
 
 def main() -> None:
