@@ -5,9 +5,9 @@ these functions read its tables (:mod:`experiments.reports.reference_tables`) by
 their section headings, so every figure the README quotes about speed is one the
 benchmark measured:
 
-* per release (``release + sample(1)`` and ``+ sample(100)``, ratios to ``np.sort``
-  of the same data): the selection target (≤ 0.5× at n ≥ 10⁶), the oracle-tuned
-  parameter search beyond the sort, and some of them before this round's changes
+* per release (``release + sample(1)``, ratios to ``np.sort`` of the same data): the
+  selection target (≤ 0.5× at n ≥ 10⁶), and the oracle-tuned parameter search (its
+  release beyond the publicly tuned one), now and before this round's changes
   (``release_before.json``, the previous code on the same machine);
 * Duff's warm release at n = 10³ before and after (``bench_small.py``);
 * the figure1 sweep and the regression gate (wall time, parallel efficiency), and
@@ -51,9 +51,9 @@ def column(n: int) -> str:
     return f"n = {n:.0e}"
 
 
-def per_release(root: Path, trials: int) -> Table:
-    """The ratio table of ``release + sample(trials)``."""
-    return pick(root, BENCH, f"Per-release cost, sample({trials})", "release(data, bounds)")
+def per_release(root: Path) -> Table:
+    """The ratio table of ``release + sample(1)``."""
+    return pick(root, BENCH, "Per-release cost, sample(1)", "release(data, bounds)")
 
 
 def ours(table: Table) -> list[dict[str, str]]:
@@ -62,13 +62,14 @@ def ours(table: Table) -> list[dict[str, str]]:
 
 
 def ratio(table: Table, label: str, n: int) -> float:
+    """The ratio to ``np.sort`` of ``label``'s release at size ``n``."""
     return number(table.get({"mechanism": label}, column(n)), BENCH)
 
 
 def release_numbers(root: Path) -> Numbers:
     """Selection against np.sort and np.partition, the oracle-tuned parameter search, and
     Duff's small-data cost."""
-    one = per_release(root, 1)
+    one = per_release(root)
     selecting = [r for r in ours(one) if r[SELECTION]]
     out = {"bench.sort_1e6": one.get({"mechanism": SORT}, column(10**6))}
     out["bench.partition_1e6"] = one.get({"mechanism": PARTITION}, column(10**6))
