@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from experiments import csv_tables, results_reader
+from experiments import csv_tables, results_reader, run_manifest
 from experiments.results import RUN_FILE, SUMMARY_FILE, config_hash, write_text_atomic
 from mechanisms.statistics import MedianInterval
 
@@ -132,7 +132,7 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
     (:func:`experiments.results_reader.load` checks it).
     """
     hashes = cell_hashes(numbers)
-    kinds = results_reader.statistic_kinds(numbers)
+    kinds = run_manifest.statistic_kinds(numbers)
     levels = {
         str(s.get("id")): 1.0 - float(s["alpha"])
         for s in numbers.get("statistics", [])

@@ -32,7 +32,7 @@ from experiments.reports.tables import value_text
 from experiments.results import SUMMARY_FILE
 
 REFERENCE = "duff"
-"""The family (:attr:`style.Family.key`) every ratio divides by: Duff."""
+"""The family (:attr:`experiments.reports.families.Family.key`) every ratio divides by: Duff."""
 FIGURE1_DATASETS = ("normal", "uniform", "beta")
 """The paper's three sources: their panels come first, in this order."""
 SERIES = ["dataset", "mechanism", "delta"]
@@ -47,8 +47,8 @@ class PaperRatio:
 
     dataset: str
     family: str
-    """The quoted mechanism (a :attr:`style.Family.key`), with the paper's (oracle)
-    tuning; any neighbours."""
+    """The quoted mechanism (a :attr:`experiments.reports.families.Family.key`), with the
+    paper's (oracle) tuning; any neighbours."""
     epsilon: float
     delta_rule: str
     """``"0"`` (δ = 0) or ``"1/n"`` (δ = 1/|S|)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.reports import style
+from experiments.reports import families, style
 from experiments.reports.figure1_data import (
     PAPER_BOUNDS,
     PAPER_SETUP,
@@ -49,7 +49,7 @@ def paper_table(comparison: pd.DataFrame, tolerance: float, palette: style.Palet
         rows.append(
             [
                 style.dataset_title(r.dataset),
-                palette.name(r.mechanism) if r.mechanism else style.family(r.family).name,
+                palette.name(r.mechanism) if r.mechanism else families.family(r.family).name,
                 value_text(r.epsilon),
                 paper_delta,
                 value_text(r.delta),

@@ -44,8 +44,8 @@ DATASET = "vertebral"
 BASELINE = "laplace_ln"
 DUFF = "duff"
 FIRST_FAMILIES = (BASELINE, DUFF)
-"""Families (:attr:`style.Family.key`) drawn first and in this order (the paper's
-panels 2 and 3); the first series of each is the table's LaplaceLN and Duff."""
+"""Families (:attr:`experiments.reports.families.Family.key`) drawn first and in this order
+(the paper's panels 2 and 3); the first series of each is the table's LaplaceLN and Duff."""
 COMMAND = "duff-plot figure2"
 """How messages on stderr name the command."""
 

@@ -4,7 +4,7 @@ A Markdown file is read as its tables (:func:`tables`), each keyed by its
 header's cells and located by the heading and the line of text above it
 (:func:`pick`); a cell's number is the first number in its text
 (:func:`number`).  A ``run.json`` is read by the results reader's
-:func:`experiments.results_reader.read_manifest` (which checks its config
+:func:`experiments.run_manifest.read_manifest` (which checks its config
 hash), any other JSON file as plain JSON (:func:`value`).  Every problem is a
 :class:`NumbersError` naming the file.
 """
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments import results_reader
+from experiments import run_manifest
+from experiments.csv_tables import ResultsError
 from experiments.results import RUN_FILE
 
 SEPARATOR = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
@@ -86,8 +87,8 @@ def _json(root: Path, rel: str) -> Any:
     """The JSON file ``rel``: a ``run.json`` checked by the results reader, any other as is."""
     if Path(rel).name == RUN_FILE:
         try:
-            return results_reader.read_manifest(root / rel)
-        except results_reader.ResultsError as error:
+            return run_manifest.read_manifest(root / rel)
+        except ResultsError as error:
             raise NumbersError(f"{rel}: unreadable run.json ({error})") from None
     try:
         return json.loads(read(root, rel))
