@@ -38,7 +38,7 @@ from scipy import special
 
 from mechanisms.base import Mechanism, Release, check_neighbours
 from mechanisms.monotone_search import SortedData
-from mechanisms.quantile_em import check_alpha, quantile_rank
+from mechanisms.quantile_em import check_alpha, quantile_value
 from mechanisms.validation import check_rng, check_size
 
 LOG_FLOAT_MAX = math.log(sys.float_info.max)
@@ -316,8 +316,5 @@ class QuantileNoiseMechanism(NoiseMechanism):
         self.alpha = check_alpha(alpha)
 
     def quantile(self, sorted_x: SortedData, lower: float) -> float:
-        """``x_(ceil(αn))`` of the sorted bounded data, ``lower`` if it is empty
-        (:func:`mechanisms.quantile_em.quantile_value`, also for data sorted only there)."""
-        if sorted_x.size == 0:
-            return float(lower)
-        return float(sorted_x[quantile_rank(sorted_x.size, self.alpha) - 1])
+        """``x_(ceil(αn))`` of the sorted bounded data, ``lower`` if it is empty."""
+        return quantile_value(sorted_x, self.alpha, lower)

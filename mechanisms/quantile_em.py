@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mechanisms.base import Guarantee, Neighbouring, Release, check_neighbours
+from mechanisms.monotone_search import SortedData
 from mechanisms.registry import register
 from mechanisms.validation import check_choice, check_open_unit
 
@@ -120,8 +121,9 @@ def quantile_rank(n: int, alpha: float) -> int:
     return -(-exact.numerator * int(n) // exact.denominator)
 
 
-def quantile_value(sorted_x: np.ndarray, alpha: float, lower: float) -> float:
-    """The alpha-quantile ``x_(ceil(alpha·n))`` of sorted data; ``lower`` for empty data."""
+def quantile_value(sorted_x: SortedData, alpha: float, lower: float) -> float:
+    """The alpha-quantile ``x_(ceil(alpha·n))`` of sorted data (an array, or data sorted only
+    where read); ``lower`` for empty data."""
     if sorted_x.size == 0:
         return float(lower)
     return float(sorted_x[quantile_rank(sorted_x.size, alpha) - 1])

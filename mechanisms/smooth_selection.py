@@ -33,8 +33,9 @@ from mechanisms.base import Neighbouring, Release
 from mechanisms.median_envelope import likely_costs
 from mechanisms.monotone_search import SortedData
 from mechanisms.noise import QuantileNoiseMechanism
+from mechanisms.quantile_em import quantile_rank
 from mechanisms.selection import OrderStatistics
-from mechanisms.smooth_sensitivity import is_median, rank_of
+from mechanisms.smooth_sensitivity import is_median
 
 MIN_HALF_WIDTH = 64
 """Every smooth-sensitivity computation reads at least 64 ranks on each side."""
@@ -89,7 +90,7 @@ def likely_positions(
     The computations widen their windows of costs by doubling from 64, so the guess is
     rounded up to ``64·2^j``; the median's add/remove costs ``k`` reach ``k/2`` ranks out.
     """
-    r = rank_of(n, alpha)
+    r = quantile_rank(n, alpha)
     if beta is None:
         return r - 1, r
     costs = min(likely_costs(n, beta), 2.0 * (n + 1))
@@ -122,7 +123,7 @@ class SmoothSensitivityMechanism(QuantileNoiseMechanism):
         data.select(*likely_positions(n, self.alpha, self.neighbouring, self.smallest_beta(n)))
         # Sorted whole (small data, or a wide window); or the quantile is zero, whose sign
         # bit (-0.0 and 0.0 tie) only the full sort of the data as given reproduces.
-        if order.window == (0, n) or data[rank_of(n, self.alpha) - 1] == 0.0:
+        if order.window == (0, n) or data[quantile_rank(n, self.alpha) - 1] == 0.0:
             return self._release_ordered(order.sorted(), lower, upper)
         return self._release_ordered(data, lower, upper)
 

@@ -90,7 +90,6 @@ import math
 import sys
 from collections.abc import Callable
 from fractions import Fraction
-from functools import lru_cache
 
 import numpy as np
 
@@ -106,17 +105,9 @@ __all__ = [
     "is_median",
     "monotone_max",
     "order_statistics",
-    "rank_of",
 ]
 
 
-@lru_cache(maxsize=256)
-def rank_of(n: int, alpha: float) -> int:
-    """:func:`mechanisms.quantile_em.quantile_rank`, cached (it parses α's decimal form)."""
-    return quantile_rank(n, alpha)
-
-
-@lru_cache(maxsize=256)
 def is_median(alpha: float) -> bool:
     """Whether α, read as the decimal it was written as, is exactly 1/2."""
     return exact_alpha(alpha) == Fraction(1, 2)
@@ -172,7 +163,7 @@ class QuantileSmoothSensitivity:
         self._lower, self._upper = float(lower), float(upper)
         self._log_range = float(np.log(self._upper - self._lower))
         n = sorted_x.size
-        self.rank = rank_of(n, alpha)  # 0 for the empty set, whose quantile is a
+        self.rank = quantile_rank(n, alpha)  # 0 for the empty set, whose quantile is a
         self._median: MedianEnvelope | None = None
         self._quantile: QuantileAddRemove | None = None
         # Readers of the data that do not hold this object: the envelopes keep them, and a
