@@ -25,18 +25,13 @@ from pathlib import Path
 
 import numpy as np
 from bench_output import host, write_report
+from bench_release import BOUNDS, MECHANISMS
 
 import mechanisms
 
 HERE = Path(__file__).resolve().parent
-BOUNDS = (-10.0, 10.0)
-MECHANISMS: dict[str, tuple[str, dict[str, object]]] = {
-    "duff": ("duff", {}),
-    "quantile_em": ("quantile_em", {}),
-    "duff_q0.1": ("duff", {"alpha": 0.1}),
-    "smooth_cauchy": ("smooth_cauchy", {}),
-}
-"""Benchmark label -> (registry name, options), as in ``bench_release.py``."""
+LABELS = ("duff", "quantile_em", "duff_q0.1", "smooth_cauchy")
+"""The mechanisms timed: labels of ``bench_release.MECHANISMS``."""
 BLOCK = 100
 
 
@@ -67,7 +62,8 @@ def main() -> None:
     data.setflags(write=False)
     sort_seconds = per_call(lambda: np.sort(data), args.calls)
     seconds = {}
-    for label, (name, options) in MECHANISMS.items():
+    for label in LABELS:
+        name, options = MECHANISMS[label]
         mechanism = mechanisms.make(name, epsilon=1.0, **options)
         seconds[label] = per_call(
             lambda m=mechanism: m.release(data, BOUNDS).sample(args.trials, rng), args.calls
