@@ -1,14 +1,14 @@
 """Where a sweep's time goes: the mechanisms against the harness around them.
 
 Runs a slice of an experiment's work units in this process, one after the
-other (``experiments.unit.run_unit``, exactly what a worker runs: data, seeds,
+other (``experiments.harness.unit.run_unit``, exactly what a worker runs: data, seeds,
 configure, release, sample, checks, metrics, the unit file), with light timers
 wrapped around the harness's steps, after one untimed unit per (mechanism,
 statistic) pair (one-off costs: caches, lazy imports), and projects each (mechanism, statistic)
 pair's times to the whole sweep (× its number of units / the slice's).  Parts:
 
 * ``data``: the dataset's replicate (``Dataset.data``);
-* ``seeds``: the noise generator of each cell (``experiments.seeding.noise_rng``);
+* ``seeds``: the noise generator of each cell (``experiments.base.seeding.noise_rng``);
 * ``configure``: the mechanism at each ε (``MechanismEntry.configure``);
 * ``mechanism``: ``release(data, bounds)`` + ``sample(trials)`` (the unit file's
   ``seconds`` column, here timed in CPU time, minus ``configure``);
@@ -47,10 +47,10 @@ import numpy as np
 from bench_output import host, write_report
 from hydra import compose, initialize_config_dir
 
-from experiments import plan as plan_module
-from experiments import unit as unit_module
-from experiments.conf_files import CONF_DIR
-from experiments.plan import Plan, build_plan
+from experiments.harness import plan as plan_module
+from experiments.harness import unit as unit_module
+from experiments.harness.conf_files import CONF_DIR
+from experiments.harness.plan import Plan, build_plan
 
 HERE = Path(__file__).resolve().parent
 PARTS = ("data", "seeds", "configure", "mechanism", "checks", "metrics", "unit file", "other")

@@ -3,7 +3,7 @@
 ``sampler="inverse_cdf"`` draws a gap by a binary search in the cumulative sum
 (``O(log window)`` per draw); ``sampler="racing"`` runs the Duff paper's
 Algorithm 1 (``O(levels)`` exponentials, logs and comparisons per draw, see
-:mod:`mechanisms.racing`).  Two tables, both from one run:
+:mod:`mechanisms.sampling.racing`).  Two tables, both from one run:
 
 1. **Per draw, against the number of levels N and of draws.**  Duff's log-score
    on ``n = N - 1`` evenly spaced points in [0, 1] with ε = 1000/N, so that all
@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 from bench_output import host, write_report
 
-from mechanisms.duff import gap_utility
-from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease, score_epsilon
+from mechanisms.median.duff_utility import gap_utility
+from mechanisms.sampling.piecewise import SAMPLERS, PiecewiseUniformRelease, score_epsilon
 
 LEVELS = (10, 10**3, 10**5)
 DRAWS = (1, 100, 10**4)
@@ -69,7 +69,7 @@ def seconds_per_call(call: Callable[[], object], min_time: float, repeats: int =
 def duff_release(
     sorted_x: np.ndarray, epsilon: float, bounds: tuple[float, float], sampler: str
 ) -> PiecewiseUniformRelease:
-    """Duff's release (as :class:`mechanisms.duff.Duff` builds it) with the given sampler."""
+    """Duff's release (as :class:`mechanisms.median.duff.Duff` builds it) with the given sampler."""
     n = sorted_x.size
     half_epsilon = 0.5 * score_epsilon(epsilon, n)
 

@@ -39,9 +39,9 @@ import psutil
 from bench_output import host, write_report
 from hydra import compose, initialize_config_dir
 
-from experiments.conf_files import CONF_DIR
-from experiments.plan import build_plan
-from experiments.results import read_summary
+from experiments.harness.conf_files import CONF_DIR
+from experiments.harness.plan import build_plan
+from experiments.harness.results import read_summary
 from experiments.run import run
 
 HERE = Path(__file__).resolve().parent

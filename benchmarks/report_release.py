@@ -21,8 +21,8 @@ import matplotlib.pyplot as plt
 RATIO_TARGET, RATIO_FROM_N = 1.5, 10**5
 SELECTION_TARGET, SELECTION_FROM_N = 0.5, 10**6
 SELECTING = ("duff", "quantile_em", "smooth_cauchy", "smooth_laplace_public", "laplace_ln_public")
-"""Benchmark labels that start with these have the selection target (mechanisms.selection,
-mechanisms.smooth_selection): the oracle-tuned smooth-sensitivity ones select too, but their
+"""Benchmark labels that start with these have the selection target (mechanisms.core.selection,
+mechanisms.smooth.selection): the oracle-tuned smooth-sensitivity ones select too, but their
 parameter search is a target of its own."""
 SPEED_SIZES = (10**3, 10**5, 10**6, 10**7)
 """The sizes of the README's side-by-side table."""

@@ -4,6 +4,6 @@ Knows mechanisms only through :func:`mechanisms.make` and the ``Release``
 interface.  Entry point: ``python -m experiments.run`` (see :mod:`experiments.run`).
 """
 
-from experiments.config import register_resolvers
+from experiments.harness.config import register_resolvers
 
 register_resolvers()  # the configs' ${duff_run_id:} resolves wherever they are composed

@@ -16,8 +16,8 @@ The sweep is ``conf/experiment/regression.yaml`` (every mechanism of the study �
 normal/uniform/beta × ε ∈ {0.1, 0.5, 2}, fixed seed).  A *cell* is one
 (dataset, subset, statistic, mechanism label, ε); its error is the mean over the
 ``R`` replicates of the per-replicate error ``e_r`` of its statistic
-(``mean_abs_error``; ``mean_count_gap`` for the mode: :mod:`experiments.metrics`,
-:data:`experiments.baseline.GATE_METRICS`),
+(``mean_abs_error``; ``mean_count_gap`` for the mode: :mod:`experiments.harness.metrics`,
+:data:`experiments.gate.baseline.GATE_METRICS`),
 
     m̄ = (1/R) Σ_r e_r        (summed exactly, :func:`math.fsum`).
 
@@ -27,7 +27,7 @@ standard error of ``log m̄`` and the cell's tolerance, plus the hash of the
 sweep's config and of the cell's own config.
 
 How a cell is judged (the log-ratio test, the coverage check, exact
-reproduction): :mod:`experiments.gate_verdicts`.
+reproduction): :mod:`experiments.gate.verdicts`.
 
 **Configs.**  A candidate's ``run.json`` (next to its ``summary.csv``) gives its
 config; each cell's config hash covers what determines that cell's numbers
@@ -35,10 +35,10 @@ config; each cell's config hash covers what determines that cell's numbers
 candidate is refused unless every baseline cell is present with the same cell
 config (a superset sweep is accepted, its extra cells ignored).
 
-**Inputs.**  A candidate is read by :func:`experiments.results_reader.load`: a
+**Inputs.**  A candidate is read by :func:`experiments.harness.results_reader.load`: a
 ``summary.csv`` cut short, corrupt, or not one row per cell of its ``run.json``
 plan is an input error, never a failed cell.  A baseline is refused when a number
-is not one :func:`experiments.baseline.make_baseline` can write (a non-finite, negative or zero
+is not one :func:`experiments.gate.baseline.make_baseline` can write (a non-finite, negative or zero
 error or tolerance, fewer than 2 replicates, or an ``se_log`` / tolerance that does
 not follow from its row by the formulas above): a tolerance of ``inf`` would
 switch its cell's test off.  Either message names the file, line and column.
@@ -58,8 +58,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments import results_reader
-from experiments.baseline import (
+from experiments.data.datasets import DatasetError
+from experiments.gate.baseline import (
     BASELINE,
     EXPERIMENT,
     Candidate,
@@ -69,13 +69,11 @@ from experiments.baseline import (
     read_candidate,
     write_baseline,
 )
-from experiments.conf_files import CONF_DIR, ConfDirs
-from experiments.datasets import DatasetError
-from experiments.gate_verdicts import compare, render
-from experiments.plan import ConfigError, build_plan
-from experiments.results import (
-    ResultsDirError,
-)
+from experiments.gate.verdicts import compare, render
+from experiments.harness import results_reader
+from experiments.harness.conf_files import CONF_DIR, ConfDirs
+from experiments.harness.plan import ConfigError, build_plan
+from experiments.harness.results import ResultsDirError
 
 SCRATCH = Path("/dev/shm")
 

@@ -10,15 +10,15 @@ Run ``python -m experiments.run`` (or ``duff-run``) with Hydra overrides, e.g.::
 
 Config (``conf/``): ``experiment`` picks a sweep (figure1 by default, smoke,
 …); ``datasets=[…]`` and ``mechanisms=[…]`` name entries of ``conf/dataset``
-and ``conf/mechanism`` (see :mod:`experiments.plan`); the other keys are plain
-values (:data:`experiments.plan.CONFIG_KEYS`); any other top-level key is
+and ``conf/mechanism`` (see :mod:`experiments.harness.plan`); the other keys are plain
+values (:data:`experiments.harness.plan.CONFIG_KEYS`); any other top-level key is
 refused, so a mistyped ``+epsilon=[5]`` never runs a sweep without it.
 ``results_dir`` defaults to ``results/<experiment>/<timestamp>-<pid>`` (also
 Hydra's run dir, holding run.log), a name two runs cannot share; under
 ``--multirun`` each job writes to ``<hydra.sweep.dir>/<job number>`` unless
 ``results_dir`` is itself overridden; ``hydra/launcher=joblib`` runs the jobs
 in parallel, ``hydra/launcher=slurm`` submits them to Slurm
-(``conf/hydra/launcher/slurm.yaml``).  File formats: :mod:`experiments.results`.
+(``conf/hydra/launcher/slurm.yaml``).  File formats: :mod:`experiments.harness.results`.
 
 A run takes the results directory's lock, then checks its ``run.json`` (one
 config per directory), then runs the work units (dataset, replicate, mechanism
@@ -27,9 +27,9 @@ label) that have no unit file yet, or whose unit file has failed rows
 ``n_jobs`` worker processes (capped at the cores available);
 ``backend=dask`` on the Dask cluster at ``scheduler_address`` (its workers must
 import this project and any ``plugins`` and share ``results_dir``'s file
-system).  :mod:`experiments.supervisor` makes every unit end with a unit file
+system).  :mod:`experiments.harness.supervisor` makes every unit end with a unit file
 whatever its mechanism does (exception, exit, crash, hang past ``timeout``
-seconds).  Numbers depend only on the config (:mod:`experiments.seeding`),
+seconds).  Numbers depend only on the config (:mod:`experiments.base.seeding`),
 never on n_jobs, the backend or scheduling.
 
 Exit status of ``duff-run``: 0 every row ok; 3 the sweep completed but some rows
@@ -53,19 +53,20 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from experiments.conf_files import CONF_DIR
-from experiments.config import (
+from experiments.base.atomic_files import write_json_atomic
+from experiments.data.datasets import DatasetError
+from experiments.harness.conf_files import CONF_DIR
+from experiments.harness.config import (
     ConfigError,
     check_backend,
     check_retry_failed,
     check_timeout,
     worker_count,
 )
-from experiments.datasets import DatasetError
-from experiments.execute import execute_units, unit_pool
-from experiments.plan import Plan, build_plan
-from experiments.provenance import git_state, package_versions
-from experiments.results import (
+from experiments.harness.execute import execute_units, unit_pool
+from experiments.harness.plan import Plan, build_plan
+from experiments.harness.provenance import git_state, package_versions
+from experiments.harness.results import (
     ESTIMATES_FILE,
     RUN_FILE,
     SUMMARY_FILE,
@@ -76,7 +77,6 @@ from experiments.results import (
     open_results_dir,
     remove_temporaries,
     unit_path,
-    write_json_atomic,
 )
 
 log = logging.getLogger(__name__)

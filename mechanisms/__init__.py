@@ -6,7 +6,8 @@
 5.0
 """
 
-from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release
+from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.interface import Mechanism, Release
 from mechanisms.registry import available, configure, get, make, register, resolve
 
 __all__ = [

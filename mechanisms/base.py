@@ -1,266 +1,34 @@
-"""The interface every median mechanism implements, and its guarantee.
+"""The plug-in interface in one import: what a mechanism written outside the package needs.
 
-Shape (after ``scipy.stats`` frozen distributions): a :class:`Mechanism` is
-configured once from its privacy parameters; ``mechanism.release(data, bounds)``
-bounds and sorts the data and returns a :class:`Release`, *the output
-distribution of the mechanism on that one dataset*, with ``sample`` and an exact
-``cdf``.  All per-dataset work happens in ``release``; ``sample`` only draws.
+A stable facade over :mod:`mechanisms.core` (where each name is defined and
+documented), so plug-ins written against earlier versions keep running::
 
-Conventions shared by all mechanisms
-------------------------------------
-* The statistic is the **lower median** of the bounded data: the element of
-  rank ``m = ceil(n / 2)`` (1-based), i.e. ``(n + 1) / 2`` for odd ``n`` and
-  ``n / 2`` for even ``n`` (Duff paper, section 4.1).
-* The lower median of the empty dataset is defined as the lower bound ``a``.
-  The empty dataset is reachable under add/remove neighbours (and after
-  ``bounding="drop"``), so every mechanism must handle it; with this convention
-  the smooth sensitivity formulas stay valid (padding ``x_i = a`` for ``i < 1``).
-* Errors depend only on public arguments (smartnoise-sdk #572): ε, δ, the
-  options and the bounds, never the data's values or size.  The documented
-  exceptions, rejected before any private step, are data that are not a 1-D
-  array of real numbers (:func:`mechanisms.validation.check_data`) and NaN or infinite data.
-* Extreme but valid parameters either give the exact release (noise scales
-  beyond float64's range are kept as ``significand·2**exponent``, tiny ε takes
-  the β → 0 limit of the tuned mechanisms) or a ``ValueError`` naming
-  epsilon, delta or bounds and saying what is not representable in float64.
+    from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release, lower_median
 """
 
-from __future__ import annotations
+from mechanisms.core.data import bound_data, lower_median, mean_value, read_only, sorted_bounded
+from mechanisms.core.guarantee import NEIGHBOURS, Guarantee, Neighbouring, check_neighbours
+from mechanisms.core.interface import (
+    BOUNDING_METHODS,
+    Mechanism,
+    OutputDistribution,
+    Release,
+    ReleaseT,
+)
 
-import enum
-import math
-from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
-
-import numpy as np
-
-from mechanisms.selection import OrderStatistics
-from mechanisms.validation import check_bounds, check_choice, check_data, check_delta, check_epsilon
-
-if TYPE_CHECKING:
-    from mechanisms.error_bounds import Bound
-
-BOUNDING_METHODS = ("clip", "drop")
-
-
-class Neighbouring(enum.StrEnum):
-    """Which datasets count as neighbours in the privacy definition."""
-
-    ADD_REMOVE = "add_remove"
-    """S' is S with one element added or removed (Duff paper, Definition 1)."""
-    REPLACE_ONE = "replace_one"
-    """S' is S with one element replaced by another (same size)."""
-
-
-@dataclass(frozen=True)
-class Guarantee:
-    """A mechanism's privacy guarantee, as data.
-
-    ``epsilon`` and ``delta`` are the (ε, δ)-DP guarantee the mechanism
-    satisfies (``delta == 0`` for pure DP).  For mechanisms analysed in
-    zero-concentrated DP, ``rho`` is the ρ-zCDP guarantee and (ε, δ) is what it
-    was converted to.  ``data_dependent_tuning`` is True when parameters were
-    chosen by optimising over the private data (the Duff paper's "oracle"
-    choice), in which case the stated guarantee does **not** cover the release.
-    """
-
-    epsilon: float
-    delta: float
-    neighbouring: Neighbouring
-    rho: float | None = None
-    data_dependent_tuning: bool = False
-    source: str = ""
-
-    @property
-    def kind(self) -> str:
-        """``"pure"``, ``"approximate"`` or ``"zcdp"``."""
-        if self.rho is not None:
-            return "zcdp"
-        return "pure" if self.delta == 0 else "approximate"
-
-    def __str__(self) -> str:
-        if self.rho is not None:
-            core = f"{self.rho:.6g}-zCDP => ({self.epsilon:.6g}, {self.delta:.3g})-DP"
-        elif self.delta == 0:
-            core = f"{self.epsilon:.6g}-DP"
-        else:
-            core = f"({self.epsilon:.6g}, {self.delta:.3g})-DP"
-        text = f"{core}, {self.neighbouring.value} neighbours"
-        if self.data_dependent_tuning:
-            text += ", NOT private: parameters tuned on the private data"
-        return text
-
-
-# ------------------------------------------------------------------ data helpers
-
-
-NEIGHBOURS = tuple(member.value for member in Neighbouring)
-
-
-def check_neighbours(value: str) -> Neighbouring:
-    """The ``neighbours`` option, ``"add_remove"`` or ``"replace_one"``, as a Neighbouring."""
-    return Neighbouring(check_choice(value, NEIGHBOURS, "neighbours"))
-
-
-def bound_data(x: np.ndarray, lower: float, upper: float, method: str) -> np.ndarray:
-    """Bound ``x`` to ``[lower, upper]`` by clipping or by dropping outside points."""
-    if method == "clip":
-        # a plain array's clip method is the call np.clip dispatches to, without the dispatch
-        return x.clip(lower, upper) if type(x) is np.ndarray else np.clip(x, lower, upper)
-    return x[(x >= lower) & (x <= upper)]
-
-
-def sorted_bounded(x: np.ndarray, lower: float, upper: float, method: str) -> np.ndarray:
-    """``x`` bounded to ``[lower, upper]`` (:func:`bound_data`), sorted; always a fresh array."""
-    bounded = bound_data(x, lower, upper, method)
-    bounded.sort()
-    return bounded
-
-
-def lower_median(sorted_x: np.ndarray | OrderStatistics, lower: float) -> float:
-    """The lower median ``x_(ceil(n/2))`` of sorted data; ``lower`` for empty data."""
-    if sorted_x.size == 0:
-        return float(lower)
-    return float(sorted_x[(sorted_x.size - 1) // 2])
-
-
-# ---------------------------------------------------------------------- interfaces
-
-
-def mean_value(sorted_x: np.ndarray, lower: float) -> float:
-    """The mean of bounded data, ``fsum(x) / n`` (the exactly rounded sum, so independent of
-    the order of the points); ``lower`` for empty data (the convention of this module)."""
-    if sorted_x.size == 0:
-        return float(lower)
-    return math.fsum(sorted_x.tolist()) / sorted_x.size
-
-
-class OutputDistribution(ABC):
-    """The distribution of a mechanism's output on one bounded dataset: what every release has.
-
-    Attributes: ``lower``/``upper`` (the public bounds), ``n`` (size of the
-    bounded data) and ``true_value`` (the non-private statistic).  A point
-    estimate's is a :class:`Release`; a confidence interval's is a
-    :class:`mechanisms.intervals.IntervalRelease`, whose sample has two columns.
-    """
-
-    lower: float
-    upper: float
-    n: int
-    true_value: float
-
-    @abstractmethod
-    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """Draw ``size`` independent private outputs."""
-
-
-class Release(OutputDistribution):
-    """The output distribution of a point-estimate mechanism on one bounded dataset.
-
-    Beside the attributes of :class:`OutputDistribution`: ``refusal_probability``,
-    the exact probability of the answer "no result" (⊥): 0 unless the mechanism's
-    class sets ``may_refuse`` (propose-test-release, the stability-based
-    histogram).  A ⊥ is a NaN in :meth:`sample`'s output and is not counted by
-    :meth:`cdf`, so ``cdf(upper) = 1 - refusal_probability``.
-    """
-
-    refusal_probability: float = 0.0
-
-    @abstractmethod
-    def cdf(self, x: np.ndarray | float) -> np.ndarray:
-        """``P(M(S) <= x)``, vectorised, exact up to floating-point error (atoms included)."""
-
-
-ReleaseT = TypeVar("ReleaseT", bound=OutputDistribution, covariant=True)
-"""What a mechanism's :meth:`Mechanism.release` returns (a :class:`Release` for a point
-estimate, an interval's release for a confidence-interval method)."""
-
-
-class Mechanism(ABC, Generic[ReleaseT]):
-    """A DP mechanism configured with its privacy parameters.
-
-    Subclasses set ``name``, ``requires_delta`` and ``neighbouring`` and
-    implement :meth:`_release` on sorted bounded data and :attr:`guarantee`.
-    Point estimators derive from ``Mechanism[Release]``; the confidence-interval
-    methods of :mod:`mechanisms.intervals` from ``Mechanism[IntervalRelease]``.
-    """
-
-    name: ClassVar[str]
-    display_name: ClassVar[str] = ""
-    """The name figures and tables show for this class ("": the config label)."""
-    requires_epsilon: ClassVar[bool] = True
-    """False only for a non-private reference method, which takes no ε (the harness
-    then configures it without one; its guarantee states ε = ∞)."""
-    requires_delta: ClassVar[bool] = False
-    neighbouring: Neighbouring = Neighbouring.ADD_REMOVE
-    statistics: ClassVar[frozenset[str]] = frozenset({"median"})
-    """The statistics (:mod:`mechanisms.statistics` kinds) this class can estimate;
-    one that supports ``"quantile"`` takes an ``alpha`` option."""
-    may_refuse: ClassVar[bool] = False
-    """Whether a release may answer ⊥ (a NaN in its sample; :class:`Release`)."""
-
-    @classmethod
-    def for_statistic(cls, kind: str) -> type[Mechanism]:
-        """The class that estimates statistic ``kind`` for this one: itself, unless the
-        class names a family (``duff``: :class:`mechanisms.duff.Duff` for order statistics,
-        another class for the mode and the mean)."""
-        return cls
-
-    def __init__(
-        self, *, epsilon: float, delta: float | None = None, bounding: str = "clip"
-    ) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta, required=self.requires_delta, mechanism=self.name)
-        self.bounding = check_choice(bounding, BOUNDING_METHODS, "bounding")
-
-    @property
-    def required_delta(self) -> float:
-        """δ of a mechanism with ``requires_delta`` (checked to lie in (0, 1) on construction)."""
-        if self.delta is None:
-            raise ValueError(f"delta: {self.name} does not use delta")
-        return self.delta
-
-    @property
-    @abstractmethod
-    def guarantee(self) -> Guarantee:
-        """The privacy guarantee of every release of this mechanism."""
-
-    def release(self, data: object, bounds: object) -> ReleaseT:
-        """Bound ``data`` to ``bounds = (a, b)`` and return the output distribution.
-
-        ``bounding="drop"`` with replace-one neighbours is refused (a public choice):
-        dropping changes ``n``, so a replace-one pair of raw data can become an
-        add/remove pair of bounded data, which a replace-one guarantee does not cover.
-        """
-        if self.bounding == "drop" and self.neighbouring is Neighbouring.REPLACE_ONE:
-            raise ValueError(
-                f"bounding: {self.name} with replace-one neighbours needs bounding='clip' "
-                "(dropping points changes n, which replace-one guarantees hold fixed)"
-            )
-        x = check_data(data)
-        lower, upper = check_bounds(bounds)
-        order = OrderStatistics(bound_data(x, lower, upper, self.bounding), (lower, upper))
-        return self._release_from(order, lower, upper)
-
-    def _release_from(self, order: OrderStatistics, lower: float, upper: float) -> ReleaseT:
-        """Build the release from the order statistics of the bounded data: by default
-        :meth:`_release` on all of them, sorted.  A mechanism that reads only a window of
-        ranks overrides this and sorts only the window (:mod:`mechanisms.selection`)."""
-        return self._release(order.sorted(), lower, upper)
-
-    @abstractmethod
-    def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> ReleaseT:
-        """Build the release from sorted data already inside ``[lower, upper]``."""
-
-    def error_bounds(
-        self, sorted_x: np.ndarray, lower: float, upper: float, eta: float
-    ) -> list[Bound]:
-        """High-probability error bounds of this mechanism's release on sorted data
-        inside ``[lower, upper]``, each holding with probability ``>= 1 - eta``
-        (:mod:`mechanisms.error_bounds`); none unless a class declares them."""
-        return []
-
-    def __repr__(self) -> str:
-        delta = "" if self.delta is None else f", delta={self.delta:g}"
-        return f"{type(self).__name__}(epsilon={self.epsilon:g}{delta})"
+__all__ = [
+    "BOUNDING_METHODS",
+    "NEIGHBOURS",
+    "Guarantee",
+    "Mechanism",
+    "Neighbouring",
+    "OutputDistribution",
+    "Release",
+    "ReleaseT",
+    "bound_data",
+    "check_neighbours",
+    "lower_median",
+    "mean_value",
+    "read_only",
+    "sorted_bounded",
+]

@@ -10,20 +10,20 @@ Built-ins:
 
 * :class:`Median`, kind ``"median"``: the lower median ``x_(ceil(n/2))``
   (Duff paper, section 4.1), ``a`` for the empty dataset (the convention of
-  :mod:`mechanisms.base`).  It passes no option: every median mechanism estimates
+  :mod:`mechanisms.core.interface`).  It passes no option: every median mechanism estimates
   it by default.
 * :class:`Quantile`, kind ``"quantile"``: the α-quantile ``x_(ceil(α·n))``, the
   inverse empirical cdf ``inf{r : F_n(r) >= α}``, with ``α·n`` computed exactly
   from ``α`` read as the decimal it was written as
-  (:func:`mechanisms.quantile_em.quantile_rank`); ``a`` for the empty dataset.
+  (:func:`mechanisms.core.quantiles.quantile_rank`); ``a`` for the empty dataset.
   ``Quantile(0.5)`` has the median's value on every dataset; it is a different
   *statistic of the sweep* only in that it passes ``alpha=0.5`` to the
   mechanism, so only quantile mechanisms accept it.
 
 * :class:`Mean`, kind ``"mean"``: ``fsum(x) / n`` of the bounded data
-  (:func:`mechanisms.base.mean_value`; ``a`` for the empty dataset).
+  (:func:`mechanisms.core.data.mean_value`; ``a`` for the empty dataset).
 * :class:`Mode`, kind ``"mode"``: the smallest most frequent value of the finite
-  domain ``Y = {a, ..., b}`` (:mod:`mechanisms.categorical`: bounded data rounded
+  domain ``Y = {a, ..., b}`` (:mod:`mechanisms.core.domain`: bounded data rounded
   to integers; ``a`` for the empty dataset).
 * :class:`MedianInterval`, kind ``"median_interval"``: a confidence interval for
   the median at level ``1 − α``, whose methods output intervals, not points
@@ -53,9 +53,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mechanisms.base import lower_median, mean_value
-from mechanisms.categorical import count_of, domain_counts, mode_value
-from mechanisms.quantile_em import check_alpha, quantile_value
+from mechanisms.core.data import lower_median, mean_value
+from mechanisms.core.domain import count_of, domain_counts, mode_value
+from mechanisms.core.quantiles import check_alpha, quantile_value
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ class MedianInterval(AlphaStatistic):
     which take ``alpha``.  ``T(S)`` is the lower median of the bounded data, the
     :data:`mechanisms.intervals.SAMPLE_MEDIAN` target; a method whose target is the
     population median is measured against the dataset's
-    (:meth:`experiments.datasets.Dataset.population_median`).  A release's sample is
+    (:meth:`experiments.data.datasets.Dataset.population_median`).  A release's sample is
     an array of shape ``(trials, 2)``: the intervals ``[lo, hi]``.
     """
 

@@ -3,7 +3,7 @@
     python scripts/plot_figure1.py RESULTS_DIR [--out DIR] [--mechanisms LABEL ...]
                                    [--notes PATH] [--tolerance 0.25] [--bounds [--eta 0.05]]
 
-The work is done by :mod:`experiments.reports.figure1`.
+The work is done by :mod:`experiments.reports.figure1.command`.
 """
 
 import sys

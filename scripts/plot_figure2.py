@@ -3,7 +3,7 @@
     python scripts/plot_figure2.py RESULTS_DIR [--out DIR] [--measurements NAME ...]
                                    [--epsilon EPS] [--data PATH]
 
-The work is done by :mod:`experiments.reports.figure2`.
+The work is done by :mod:`experiments.reports.figure2.command`.
 """
 
 import sys

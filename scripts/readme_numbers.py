@@ -2,12 +2,12 @@
 
     python scripts/readme_numbers.py [--check] [--readme PATH] [--root DIR]
 
-The work is done by :mod:`experiments.reports.readme_numbers`.
+The work is done by :mod:`readme_tools.markers`.
 """
 
 import sys
 
-from experiments.reports.readme_numbers import main
+from readme_tools.markers import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -22,8 +22,8 @@ from omegaconf import DictConfig, OmegaConf
 from scipy import special
 
 from mechanisms import Guarantee, Mechanism, Neighbouring, Release, register
-from mechanisms.base import lower_median
-from mechanisms.validation import check_rng, check_size
+from mechanisms.core.data import lower_median
+from mechanisms.core.validation import check_rng, check_size
 
 TESTS_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = TESTS_DIR.parent

@@ -2,7 +2,7 @@
 
 :func:`write_results` writes a ``summary.csv`` and a ``run.json`` whose plan
 (``numbers``) has exactly the summary's cells, so that
-:func:`experiments.results_reader.load` accepts the directory; a test then
+:func:`experiments.harness.results_reader.load` accepts the directory; a test then
 breaks one file on purpose.
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments.plan import FORMAT
-from experiments.results import ESTIMATE_KEYS, SUMMARY_COLUMNS, config_hash
-from experiments.results_reader import SUMMARY_SPEC
+from experiments.harness.plan import FORMAT
+from experiments.harness.results import ESTIMATE_KEYS, SUMMARY_COLUMNS, config_hash
+from experiments.harness.results_reader import SUMMARY_SPEC
 
 
 def default_value(column: str) -> object:

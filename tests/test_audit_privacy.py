@@ -1,4 +1,4 @@
-"""``duff-audit`` (:mod:`experiments.reports.audit_cli`): any mechanism with a cdf, a planted
+"""``duff-audit`` (:mod:`experiments.audit.cli`): any mechanism with a cdf, a planted
 leak caught, the written record."""
 
 from __future__ import annotations
@@ -12,17 +12,18 @@ import numpy as np
 import pytest
 from conftest import PROJECT_ROOT
 
-from experiments.reports import audit_cli
-from experiments.reports.audit import audit, factory_for
+from experiments.audit import cli as audit_cli
+from experiments.audit.exact import audit, factory_for
 from mechanisms import registry
-from mechanisms.base import Release
-from mechanisms.duff import Duff
+from mechanisms.core import registration
+from mechanisms.core.interface import Release
+from mechanisms.median.duff import Duff
 
 SMALL = ["--pairs", "16", "--max-size", "200", "--cells", "200", "--seed", "3"]
 
 # Duff run at 2ε while its guarantee (inherited) claims ε: a planted privacy bug.
 LEAKY_MODULE = """
-from mechanisms.duff import Duff
+from mechanisms.median.duff import Duff
 
 
 class LeakyDuff(Duff):
@@ -41,7 +42,7 @@ def own_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     imported, so loading them into the copy would lose them for later tests.
     """
     registry.available()
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registration, "_REGISTRY", dict(registration._REGISTRY))
 
 
 def test_a_planted_leak_is_a_violation_and_fails_the_run(

@@ -1,4 +1,4 @@
-"""Tests of mechanisms/error_bounds.py and of its coverage on a run (``duff-plot bounds``,
+"""Tests of mechanisms/median/error_bounds.py and of its coverage on a run (``duff-plot bounds``,
 :mod:`experiments.reports.bounds_coverage`).
 
 The strong checks use the releases' exact cdf: for a bound to be a (1 − η)
@@ -21,9 +21,11 @@ from scipy import special
 import mechanisms
 from experiments.reports import bounds_coverage, cli
 from experiments.run import run
-from mechanisms import error_bounds as theory
-from mechanisms.base import Neighbouring
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from mechanisms.core import bound_checks
+from mechanisms.core import bounds as core_bounds
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.median import error_bounds as theory
+from mechanisms.smooth.sensitivity import MedianSmoothSensitivity
 
 BOUNDS = (0.0, 1.0)
 
@@ -155,8 +157,8 @@ def test_rank_error_and_window_agree() -> None:
         brute = np.abs((x[None, :] <= y[:, None]).sum(axis=1) - alpha * x.size)
         np.testing.assert_allclose(errors, brute, atol=1e-12)
         for k in (0.0, 0.5, 1.0, 2.7, 7.0, 60.0):
-            lo, hi = theory.rank_window(x.size, alpha, k)
-            left = theory.order_statistic(x, lo, *BOUNDS)
+            lo, hi = bound_checks.rank_window(x.size, alpha, k)
+            left = bound_checks.order_statistic(x, lo, *BOUNDS)
             inside = (y >= left) & ((y < x[hi - 1]) if hi <= x.size else (y <= BOUNDS[1]))
             np.testing.assert_array_equal(inside, errors <= k)
 
@@ -168,9 +170,9 @@ def test_smooth_cauchy_bound_is_the_exact_quantile_without_clipping() -> None:
         release = mechanism.release(x, BOUNDS)
         bound = theory.smooth_cauchy_bound(x, *BOUNDS, epsilon=epsilon, eta=eta)
         assert bound.value == pytest.approx(release.scale * math.tan(math.pi * (1 - eta) / 2))
-        assert theory.exact_coverage(release, bound) == pytest.approx(1 - eta, abs=1e-12)
+        assert bound_checks.exact_coverage(release, bound) == pytest.approx(1 - eta, abs=1e-12)
         halved = dataclasses.replace(bound, value=bound.value / 2)
-        assert theory.exact_coverage(release, halved) < 1 - eta - 0.01
+        assert bound_checks.exact_coverage(release, halved) < 1 - eta - 0.01
 
 
 # ------------------------------------------------ exact coverage, every mechanism
@@ -204,13 +206,15 @@ def test_exact_failure_probability_is_at_most_eta(
     x = _data(seed, n, ties)
     release = mechanism.release(x, BOUNDS)
     sorted_x = _sorted(x)
-    for bound in theory.mechanism_bounds(mechanism, x, BOUNDS, eta):
+    for bound in bound_checks.mechanism_bounds(mechanism, x, BOUNDS, eta):
         if bound.name == "corollary1_paper_c" and not bound.details["assumption_holds"]:
             continue  # the corollary does not apply
-        assert theory.exact_coverage(release, bound, sorted_x) >= 1 - eta - 1e-9
+        assert bound_checks.exact_coverage(release, bound, sorted_x) >= 1 - eta - 1e-9
         # the data-unit conversion is implied by the bounded quantity
-        abs_bound = dataclasses.replace(bound, quantity=theory.ABS_ERROR, value=bound.abs_error)
-        assert theory.exact_coverage(release, abs_bound) >= 1 - eta - 1e-9
+        abs_bound = dataclasses.replace(
+            bound, quantity=core_bounds.ABS_ERROR, value=bound.abs_error
+        )
+        assert bound_checks.exact_coverage(release, abs_bound) >= 1 - eta - 1e-9
 
 
 @pytest.mark.parametrize("alpha", [0.5, 0.3])
@@ -224,7 +228,7 @@ def test_rank_coverage_matches_summed_gap_probabilities(alpha: float) -> None:
     for k in (bound.value, bound.value / 2, bound.value / 4):
         direct = release.probabilities[rank <= k].sum()
         scaled = dataclasses.replace(bound, value=k)
-        assert theory.exact_coverage(release, scaled, x) == pytest.approx(direct, abs=1e-12)
+        assert bound_checks.exact_coverage(release, scaled, x) == pytest.approx(direct, abs=1e-12)
     # and the seed-004 inequality holds at every level, not only at the bound
     lengths = theory.gap_lengths(x, *BOUNDS)
     for k in np.unique(rank):
@@ -241,7 +245,10 @@ def test_bad_arguments() -> None:
             theory.duff_bound(x, *BOUNDS, epsilon=1.0, eta=eta)
     with pytest.raises(ValueError, match="epsilon"):
         theory.smooth_cauchy_bound(x, *BOUNDS, epsilon=0.0)
-    assert theory.mechanism_bounds(mechanisms.make("laplace_global", epsilon=1.0), x, BOUNDS) == []
+    assert (
+        bound_checks.mechanism_bounds(mechanisms.make("laplace_global", epsilon=1.0), x, BOUNDS)
+        == []
+    )
 
 
 # ------------------------------------------------------ coverage on a small run
@@ -281,7 +288,7 @@ def test_coverage_holds_on_a_small_run(small_run: Path) -> None:
     assert np.allclose(exact["coverage"], 0.95, atol=0.02)
     assert (rows["exact"] >= 0.95 - 1e-9).all()
     em = rows.loc[rows["mechanism"] == "quantile_em"]
-    assert (em["quantity"] == theory.RANK_ERROR).all()
+    assert (em["quantity"] == core_bounds.RANK_ERROR).all()
     assert (em["abs_covered"] >= em["covered"]).all()  # the conversion is implied
 
 

@@ -23,10 +23,11 @@ from test_duff import check_against_bfs, reference_log_masses
 from test_em_privacy import add_remove_pairs, partition, privacy_loss, release
 from test_sampling import assert_matches_reference, linear_score, make
 
-import mechanisms.duff
-import mechanisms.quantile_em
-from mechanisms.duff import Duff, gap_utility, utility
-from mechanisms.sampling import PiecewiseUniformRelease
+import mechanisms.median.duff
+import mechanisms.median.quantile_em
+from mechanisms.median.duff import Duff, utility
+from mechanisms.median.duff_utility import gap_utility
+from mechanisms.sampling.piecewise import PiecewiseUniformRelease
 
 
 def small_datasets() -> list[tuple[float, ...]]:
@@ -76,7 +77,9 @@ def test_brute_force_utility_check_catches_a_count_off_by_one(monkeypatch) -> No
 
 def test_reference_mass_check_catches_a_gap_index_off_by_one(monkeypatch) -> None:
     assert release_matches_reference()
-    monkeypatch.setattr(mechanisms.duff, "gap_utility", lambda n, gaps: gap_utility(n, gaps + 1))
+    monkeypatch.setattr(
+        mechanisms.median.duff, "gap_utility", lambda n, gaps: gap_utility(n, gaps + 1)
+    )
     assert not release_matches_reference()
 
 
@@ -87,16 +90,18 @@ def test_privacy_check_catches_the_factor_two_dropped(monkeypatch) -> None:
     epsilon = 1.0
     assert worst_add_remove_loss("duff", {}, epsilon) <= epsilon * (1 + 1e-9)
     # exp(ε·u) instead of exp(ε·u/2): the same as doubling the utility
-    monkeypatch.setattr(mechanisms.duff, "gap_utility", lambda n, gaps: 2 * gap_utility(n, gaps))
+    monkeypatch.setattr(
+        mechanisms.median.duff, "gap_utility", lambda n, gaps: 2 * gap_utility(n, gaps)
+    )
     assert worst_add_remove_loss("duff", {}, epsilon) > 1.5 * epsilon
 
 
 def test_privacy_check_catches_the_sensitivity_halved(monkeypatch) -> None:
     epsilon, options = 1.0, {"alpha": 0.5}
     assert worst_add_remove_loss("quantile_em", options, epsilon) <= epsilon * (1 + 1e-9)
-    true_sensitivity = mechanisms.quantile_em.sensitivity
+    true_sensitivity = mechanisms.core.quantiles.sensitivity
     monkeypatch.setattr(
-        mechanisms.quantile_em, "sensitivity", lambda *args: true_sensitivity(*args) / 2
+        mechanisms.median.quantile_em, "sensitivity", lambda *args: true_sensitivity(*args) / 2
     )
     assert worst_add_remove_loss("quantile_em", options, epsilon) > 1.5 * epsilon
 

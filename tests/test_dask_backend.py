@@ -18,11 +18,11 @@ import pandas as pd
 import pytest
 from conftest import GAUSSIAN, LAPLACE, PROJECT_ROOT, TESTS_DIR, HarnessLaplace, tiny_overrides
 
-from experiments.plan import ConfigError, build_plan
-from experiments.results import RUN_FILE, read_summary
+from experiments.harness.plan import ConfigError, build_plan
+from experiments.harness.results import RUN_FILE, read_summary
 from experiments.run import run
 from mechanisms import Release, register
-from mechanisms.base import lower_median
+from mechanisms.core.data import lower_median
 
 KEYS = ["dataset", "subset", "replicate", "mechanism", "epsilon"]
 DUFF = {"label": "duff", "name": "duff"}
@@ -72,7 +72,7 @@ BARS: list[CountingBar] = []
 
 def test_dask_local_cluster_gives_the_loky_numbers(compose_config, tmp_path, monkeypatch) -> None:
     distributed = pytest.importorskip("distributed")
-    monkeypatch.setattr("experiments.execute.tqdm", CountingBar)
+    monkeypatch.setattr("experiments.harness.execute.tqdm", CountingBar)
     BARS.clear()
     cfg = compose_config(tiny_overrides(), [LAPLACE, GAUSSIAN, DUFF])
     loky = run(cfg, results_dir=tmp_path / "loky", n_jobs=2)
@@ -153,7 +153,7 @@ def test_slurm_launcher_config_composes() -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     from hydra import compose, initialize_config_dir
 
-    from experiments.conf_files import CONF_DIR
+    from experiments.harness.conf_files import CONF_DIR
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose(

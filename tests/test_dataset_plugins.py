@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from conftest import PROJECT_ROOT
 
-from experiments.datasets import DatasetError, build_datasets
-from experiments.results import RUN_FILE, read_summary
+from experiments.data.datasets import DatasetError, build_datasets
+from experiments.harness.results import RUN_FILE, read_summary
 
 EXAMPLE_DIR = PROJECT_ROOT / "examples" / "plugin"
 

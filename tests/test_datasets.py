@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from conftest import CONF_DIR
 
-from experiments import vertebral
-from experiments.conf_files import load_entry
-from experiments.datasets import DatasetError, build_datasets
-from experiments.vertebral import (
+from experiments.data import vertebral
+from experiments.data.datasets import DatasetError, build_datasets
+from experiments.data.vertebral import (
     VERTEBRAL_MEASUREMENTS,
     load_vertebral,
     locate_vertebral,
     parse_vertebral,
 )
+from experiments.harness.conf_files import load_entry
 
 SHARED_FILE = vertebral.SHARED_DATA_DIR / vertebral.VERTEBRAL_MEMBER
 # Per-class medians of the six measurements, from /work/shared/data/README.md.
@@ -28,7 +28,7 @@ README_MEDIANS = {
     "NO": [50.125, 13.485, 42.64, 37.06, 123.875, 1.155],
 }
 REAL_FETCH = vertebral.fetch
-SYNTHETIC = "experiments.datasets.SyntheticDataset"
+SYNTHETIC = "experiments.data.datasets.SyntheticDataset"
 NORMAL_OPTIONS = {"distribution": "normal", "bounds": [-10, 10]}
 NORMAL = {"name": "normal", "_target_": SYNTHETIC, "options": NORMAL_OPTIONS}
 
@@ -111,7 +111,7 @@ def test_shipped_distributions(name: str, mean: float, middle: float) -> None:
         (normal_with(params=[1]), "params must be a mapping"),
         ({**NORMAL, "_target_": "magic"}, "_target_ must be 'package.module.ClassName'"),
         ({**NORMAL, "_target_": "numpy.ndarray"}, "is not a subclass of Dataset"),
-        ({**NORMAL, "_target_": "experiments.datasets.Dataset"}, "does not implement data"),
+        ({**NORMAL, "_target_": "experiments.data.datasets.Dataset"}, "does not implement data"),
         ({**NORMAL, "kind": "synthetic"}, "unknown fields kind"),
         ({**NORMAL, "options": [1]}, "options must be a mapping"),
         (normal_with(params={"scale": -1}), r"bad params \{'scale': -1\}"),
@@ -134,7 +134,7 @@ def test_real_vertebral_data_matches_the_readme(monkeypatch: pytest.MonkeyPatch)
     for label, medians in README_MEDIANS.items():
         for measurement, median in zip(VERTEBRAL_MEASUREMENTS, medians, strict=True):
             assert np.median(data.column(measurement, label)) == pytest.approx(median, abs=1e-9)
-    entry = {"name": "vertebral", "_target_": "experiments.vertebral.VertebralColumn"}
+    entry = {"name": "vertebral", "_target_": "experiments.data.vertebral.VertebralColumn"}
     subsets = build_datasets(entry, n=1, replicates=1)
     assert [d.subset for d in subsets[:3]] == [
         "pelvic_incidence/AB",

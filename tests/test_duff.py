@@ -23,8 +23,9 @@ import pytest
 from scipy import stats
 
 import mechanisms
-from mechanisms.base import Guarantee, Neighbouring
-from mechanisms.duff import Duff, gap_utility, utility
+from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.median.duff import Duff, utility
+from mechanisms.median.duff_utility import gap_utility
 
 A, B = 0.0, 4.0
 GRID = (0.0, 1.0, 2.0, 3.0, 4.0)

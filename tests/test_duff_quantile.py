@@ -10,7 +10,7 @@ drawn from ``{a, x, b}``.  Replace-one: one element replaced by a value of
 ``a``, one above to ``b``: the counts below, at and above ``x`` and the number of
 edits are unchanged); ``test_candidate_set_is_sufficient`` checks it again.  The
 rank is computed here from ``Fraction(repr(alpha))``, independently of
-:mod:`mechanisms.quantile_em`.
+:mod:`mechanisms.median.quantile_em`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from test_em_privacy import (
 )
 
 import mechanisms
-import mechanisms.duff
-import mechanisms.duff_utility
-from mechanisms.base import Neighbouring
-from mechanisms.duff import Duff, gap_utility, utility
-from mechanisms.duff_utility import Multiples, QuantileDistance
-from mechanisms.sampling import PiecewiseUniformRelease, score_epsilon
+import mechanisms.median.duff
+import mechanisms.median.duff_utility
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.median.duff import Duff, utility
+from mechanisms.median.duff_utility import Multiples, QuantileDistance, gap_utility
+from mechanisms.registry import supported_statistics
+from mechanisms.sampling.piecewise import PiecewiseUniformRelease, score_epsilon
 
 A, B = 0.0, 4.0
 GRID = (0.0, 1.0, 2.0, 3.0, 4.0)
@@ -215,7 +216,7 @@ def test_brute_force_check_catches_a_wrong_rank(monkeypatch, neighbouring, mutat
     if mutation is None:
         assert mismatches(datasets, neighbouring) == []
         return
-    monkeypatch.setattr(mechanisms.duff_utility, "quantile_rank", MUTATIONS[mutation])
+    monkeypatch.setattr(mechanisms.median.duff_utility, "quantile_rank", MUTATIONS[mutation])
     assert mismatches(datasets, neighbouring)
 
 
@@ -230,7 +231,7 @@ def test_brute_force_check_catches_alpha_swapped_with_one_minus_alpha(monkeypatc
     """F and G built from 1 - α (the rank k still right): caught off α = 1/2."""
     datasets = all_datasets(range(4))
     monkeypatch.setattr(
-        mechanisms.duff_utility, "exact_alpha", lambda alpha: 1 - Fraction(repr(alpha))
+        mechanisms.median.duff_utility, "exact_alpha", lambda alpha: 1 - Fraction(repr(alpha))
     )
     assert mismatches(datasets, ADD_REMOVE, (0.5,)) == []
     assert mismatches(datasets, ADD_REMOVE, (0.3,))
@@ -267,7 +268,7 @@ def test_gap_form_equals_pointwise_utility_inside_gaps(neighbouring, seed):
 
 
 def old_pointwise_median_utility(sorted_x: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """The median's closed form of mechanisms.duff (the module docstring), for comparison."""
+    """The median's closed form of mechanisms.median.duff (the module docstring), for comparison."""
     n = sorted_x.size
     below = np.searchsorted(sorted_x, points, side="left")
     not_above = np.searchsorted(sorted_x, points, side="right")
@@ -471,7 +472,8 @@ def test_options_guarantee_and_repr(neighbours):
     assert guarantee.neighbouring is Neighbouring(neighbours)
     assert guarantee.epsilon == 0.5 and guarantee.delta == 0.0 and guarantee.kind == "pure"
     assert ("Asi & Duchi" in guarantee.source) is (neighbours == "replace_one")
-    assert Duff.statistics == frozenset({"median", "quantile", "mode", "mean"})
+    assert Duff.statistics == frozenset({"median", "quantile"})
+    assert supported_statistics(Duff) == frozenset({"median", "quantile", "mode", "mean"})
     suffix = ", neighbours='replace_one'" if neighbours == "replace_one" else ""
     assert repr(mechanism) == f"Duff(epsilon=0.5, alpha=0.25{suffix})"
     assert repr(Duff(epsilon=2.0)) == "Duff(epsilon=2)"
@@ -578,5 +580,5 @@ def test_exact_privacy_on_adversarial_pairs(options, epsilon):
 def test_privacy_check_catches_epsilon_instead_of_half_epsilon(monkeypatch, options):
     epsilon = 1.0
     assert worst_loss(options, epsilon, check=False) <= epsilon * (1 + 1e-9)
-    monkeypatch.setattr(mechanisms.duff, "score_epsilon", lambda eps, n: 2 * eps)
+    monkeypatch.setattr(mechanisms.median.duff, "score_epsilon", lambda eps, n: 2 * eps)
     assert worst_loss(options, epsilon, check=False) > 1.5 * epsilon

@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechanisms.base import Neighbouring
-from mechanisms.duff import Duff
-from mechanisms.quantile_em import QuantileEM
-from mechanisms.sampling import PiecewiseUniformRelease
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.median.duff import Duff
+from mechanisms.median.quantile_em import QuantileEM
+from mechanisms.sampling.piecewise import PiecewiseUniformRelease
 
 A, B = -5.0, 5.0
 EPSILONS = [1e-3, 0.1, 1.0, 5.0, 50.0]

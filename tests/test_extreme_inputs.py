@@ -22,10 +22,10 @@ import pytest
 from scipy import integrate
 
 import mechanisms
-from mechanisms.duff import utility
-from mechanisms.global_noise import analytic_gaussian_sigma, gaussian_delta
-from mechanisms.noise import Scale
-from mechanisms.sampling import PiecewiseUniformRelease
+from mechanisms.median.duff import utility
+from mechanisms.noise.additive import Scale
+from mechanisms.noise.gaussian import analytic_gaussian_sigma, gaussian_delta
+from mechanisms.sampling.piecewise import PiecewiseUniformRelease
 
 CONFIGS = [
     ("duff", {}),
@@ -417,8 +417,8 @@ def test_real_data_is_accepted(data):
 def test_tuning_search_near_tiny_beta_finds_the_stationary_point():
     """Near β = 1e-200: β_max's bracket ran out of iterations, the stationary point was
     rounding noise (log form) and the geometric midpoint √(pq) underflowed to 0."""
-    from mechanisms.smooth_laplace import _penalty, beta_limit
-    from mechanisms.tuning import minimise
+    from mechanisms.median.smooth_laplace import _penalty, beta_limit
+    from mechanisms.smooth.tuning import minimise
 
     epsilon, log_inv_delta, slope = 1e-199, math.log(1e6), 2.56e200
     hi = beta_limit(epsilon, log_inv_delta) * (1 - 1e-9)
@@ -434,7 +434,7 @@ def test_tuning_search_near_tiny_beta_finds_the_stationary_point():
 @pytest.mark.parametrize("epsilon", [1e300, 1e308])
 def test_em_with_huge_epsilon_is_uniform_on_the_best_positive_gaps(epsilon):
     """Was an overflow of ε·u/2; the best positive-length gaps sit far from the mode (ties)."""
-    from mechanisms.duff import gap_utility
+    from mechanisms.median.duff_utility import gap_utility
 
     x = np.array([0.1, 0.2] + [0.5] * 7 + [0.8, 0.9])
     release = mechanisms.make("duff", epsilon=epsilon).release(x, (0.0, 1.0))

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from conftest import LAPLACE, tiny_overrides
 
-from experiments.plan import build_plan
-from experiments.results import RUN_FILE, read_summary
+from experiments.harness.plan import build_plan
+from experiments.harness.results import RUN_FILE, read_summary
 from experiments.run import outcome, run
-from mechanisms.base import lower_median
+from mechanisms.core.data import lower_median
 
 VICTIM = 1
 """The replicate on which the hostile plug-in misbehaves (of 3)."""

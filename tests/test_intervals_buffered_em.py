@@ -14,7 +14,7 @@ from mechanisms.intervals.base import ShiftedRelease
 from mechanisms.intervals.buffered_em import buffered_em, failure_bound
 from mechanisms.intervals.drechsler import DrechslerExpMech
 from mechanisms.intervals.order_statistic import DPOrderStatistic
-from mechanisms.quantile_em import QuantileEM
+from mechanisms.median.quantile_em import QuantileEM
 
 A, B = -5.0, 5.0
 

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 from test_intervals_support import DISTRIBUTIONS, chernoff_threshold
 
-from mechanisms.base import Guarantee, Mechanism, Neighbouring, Release
-from mechanisms.duff import Duff
+from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.interface import Mechanism, Release
 from mechanisms.intervals.nonprivate import order_statistic_coverage
 from mechanisms.intervals.subsample_aggregate import DEFAULT_BLOCKS, SubsampleAggregate
-from mechanisms.quantile_em import QuantileEM
+from mechanisms.median.duff import Duff
+from mechanisms.median.quantile_em import QuantileEM
 
 ALPHA = 0.05
 TRIALS = 500

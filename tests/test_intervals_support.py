@@ -19,7 +19,7 @@ import pytest
 from scipy import stats
 
 from mechanisms.intervals.base import IntervalMechanism
-from mechanisms.sampling import PiecewiseUniformRelease
+from mechanisms.sampling.piecewise import PiecewiseUniformRelease
 
 FALSE_ALARM = 1e-9
 DISTRIBUTIONS: dict[str, tuple[Callable[[np.random.Generator, int], np.ndarray], tuple, float]] = {

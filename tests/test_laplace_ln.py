@@ -9,16 +9,15 @@ import pytest
 from scipy import integrate, stats
 
 import mechanisms
-from mechanisms.laplace_ln import (
+from mechanisms.noise.laws import StandardLaplaceLogNormal
+from mechanisms.noise.zcdp import cdp_epsilon_for, zcdp_to_dp
+from mechanisms.smooth.laplace_ln_tuning import (
     SIGMA_MAX,
-    StandardLaplaceLogNormal,
-    cdp_epsilon_for,
     optimal_parameters,
     optimal_sigma,
     t_for_sigma,
-    zcdp_to_dp,
 )
-from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
+from mechanisms.smooth.sensitivity import QuantileSmoothSensitivity
 
 
 def quad_cdf(z: float, sigma: float) -> float:

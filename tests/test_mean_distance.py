@@ -1,4 +1,4 @@
-"""The mean's dataset-distance utility (mechanisms.mean_distance) against brute force.
+"""The mean's dataset-distance utility (mechanisms.mean.distance) against brute force.
 
 Brute force (exact, in fractions): enumerate every removal subset ``R`` of the
 data and every number ``s`` of additions; ``s >= 1`` additions realise every
@@ -26,8 +26,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mechanisms.base import Neighbouring
-from mechanisms.mean_distance import MeanLevels, kept_shortfall, mean_levels
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.mean.distance import MeanLevels, kept_shortfall, mean_levels
 
 LevelFunction = Callable[[np.ndarray, float, float, Neighbouring], MeanLevels]
 Ends = list[tuple[Fraction, Fraction]]

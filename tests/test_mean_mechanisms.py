@@ -1,5 +1,5 @@
-"""The mean's mechanisms: Duff for the mean (mechanisms.duff_mean) and the Laplace and
-Gaussian mechanisms (mechanisms.mean_noise): distributions, exact privacy, input checks.
+"""The mean's mechanisms: Duff for the mean (mechanisms.mean.duff) and the Laplace and
+Gaussian mechanisms (mechanisms.mean.noise): distributions, exact privacy, input checks.
 
 Privacy is checked exactly on all neighbouring pairs of small datasets of a grid
 (ties, points at both bounds, the empty dataset): both releases are cut into
@@ -25,11 +25,12 @@ from scipy import integrate, stats
 from test_mean_distance import brute_levels
 
 import mechanisms
-import mechanisms.mean_noise as mean_noise
-from mechanisms.base import Mechanism, Neighbouring, mean_value
-from mechanisms.duff_mean import DuffMean
-from mechanisms.global_noise import analytic_gaussian_sigma, gaussian_delta
-from mechanisms.mean_noise import (
+import mechanisms.mean.noise as mean_noise
+from mechanisms.core.data import mean_value
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.core.interface import Mechanism
+from mechanisms.mean.duff import DuffMean
+from mechanisms.mean.noise import (
     GaussianMean,
     LaplaceMean,
     gaussian_joint,
@@ -37,6 +38,7 @@ from mechanisms.mean_noise import (
     mean_sensitivity,
     sum_sensitivity,
 )
+from mechanisms.noise.gaussian import analytic_gaussian_sigma, gaussian_delta
 
 A, B = -1.0, 3.0
 GRID = (-1.0, 0.0, 0.5, 3.0)

@@ -1,4 +1,4 @@
-"""The cdf check of a release (experiments.metrics.cdf_problem)."""
+"""The cdf check of a release (experiments.harness.metrics.cdf_problem)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from omegaconf import OmegaConf
 
 import mechanisms
-from experiments.conf_files import CONF_DIR
-from experiments.metrics import CDF_POINTS, cdf_problem
-from experiments.plan import mechanism_entry
+from experiments.harness.conf_files import CONF_DIR
+from experiments.harness.metrics import CDF_POINTS, cdf_problem
+from experiments.harness.plan import mechanism_entry
 
 LOWER, UPPER = -2.0, 3.0
 

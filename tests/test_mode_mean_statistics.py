@@ -9,10 +9,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from experiments.metrics import cdf_problem, error_metrics, estimates_problem
-from experiments.vertebral import VertebralColumn
-from experiments.zipf import ZipfDataset
-from mechanisms.categorical import check_domain, count_of, domain_counts, mode_value
+from experiments.data.vertebral import VertebralColumn
+from experiments.data.zipf import ZipfDataset
+from experiments.harness.metrics import cdf_problem, error_metrics, estimates_problem
+from mechanisms.core.domain import check_domain, count_of, domain_counts, mode_value
 from mechanisms.statistics import Mean, Median, Mode
 
 

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from mechanisms.categorical import mode_value
-from mechanisms.count_em import CountEM
-from mechanisms.duff_mode import DuffMode, utility
-from mechanisms.permute_and_flip import PermuteAndFlip
-from mechanisms.report_noisy_max import Noise, ReportNoisyMax, noisy_max_release
-from mechanisms.stability_histogram import StabilityHistogram
+from mechanisms.core.domain import mode_value
+from mechanisms.mode.count_em import CountEM
+from mechanisms.mode.duff import DuffMode, utility
+from mechanisms.mode.permute_and_flip import PermuteAndFlip
+from mechanisms.mode.report_noisy_max import Noise, ReportNoisyMax, noisy_max_release
+from mechanisms.mode.stability_histogram import StabilityHistogram
 
 TINY = (0, 3)  # Y = {0, 1, 2, 3}
 DATASETS = [

@@ -23,12 +23,12 @@ from functools import cache
 import numpy as np
 import pytest
 
-from mechanisms.count_em import CountEM
-from mechanisms.duff_mode import DuffMode
-from mechanisms.mode_release import ModeRelease, exponential_mechanism
-from mechanisms.permute_and_flip import PermuteAndFlip
-from mechanisms.report_noisy_max import Noise, ReportNoisyMax, noisy_max_release
-from mechanisms.stability_histogram import StabilityHistogram, release_threshold
+from mechanisms.mode.count_em import CountEM
+from mechanisms.mode.duff import DuffMode
+from mechanisms.mode.permute_and_flip import PermuteAndFlip
+from mechanisms.mode.release import ModeRelease, exponential_mechanism
+from mechanisms.mode.report_noisy_max import Noise, ReportNoisyMax, noisy_max_release
+from mechanisms.mode.stability_histogram import StabilityHistogram, release_threshold
 
 EPSILONS = (0.1, 1.0, 4.0)
 DELTA = 1e-3
@@ -83,8 +83,8 @@ PURE = {
 }
 TIGHT = {"duff_mode": 0.5, "count_em_general": 0.5, "permute_and_flip_general": 0.5}
 """The exact worst loss over ε: the general forms (factor ε/2) on counts are the monotone
-mechanisms at ε/2, so their loss is ε/2 (proofs in mechanisms.count_em and
-mechanisms.permute_and_flip); the others reach ε."""
+mechanisms at ε/2, so their loss is ε/2 (proofs in mechanisms.mode.count_em and
+mechanisms.mode.permute_and_flip); the others reach ε."""
 PURE_BUGS = {
     "count_em_exp_2eps_n": count_em_with(2.0),
     "permute_and_flip_scale_half": noisy_max_with("exponential", 0.5),

@@ -14,12 +14,12 @@ import pytest
 from scipy import stats
 from test_mode_mechanisms import DATASETS, TINY
 
-from mechanisms.count_em import CountEM
-from mechanisms.duff_mode import DuffMode
-from mechanisms.mode_release import DomainLevels
-from mechanisms.permute_and_flip import PermuteAndFlip
-from mechanisms.report_noisy_max import ReportNoisyMax
-from mechanisms.stability_histogram import StabilityHistogram
+from mechanisms.mode.count_em import CountEM
+from mechanisms.mode.duff import DuffMode
+from mechanisms.mode.permute_and_flip import PermuteAndFlip
+from mechanisms.mode.release import DomainLevels
+from mechanisms.mode.report_noisy_max import ReportNoisyMax
+from mechanisms.mode.stability_histogram import StabilityHistogram
 
 DRAWS = 200_000
 MECHANISMS = [

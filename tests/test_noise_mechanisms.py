@@ -9,17 +9,17 @@ import pytest
 from scipy import integrate, stats
 
 import mechanisms
-from mechanisms.base import Neighbouring
-from mechanisms.global_noise import (
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.core.quantiles import quantile_rank
+from mechanisms.median.smooth_cauchy import SmoothCauchy
+from mechanisms.median.smooth_laplace import alpha_at, beta_limit
+from mechanisms.noise.gaussian import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
     gaussian_delta,
 )
-from mechanisms.noise import StandardCauchy
-from mechanisms.quantile_em import quantile_rank
-from mechanisms.smooth_cauchy import SmoothCauchy
-from mechanisms.smooth_laplace import alpha_at, beta_limit
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity, QuantileSmoothSensitivity
+from mechanisms.noise.laws import StandardCauchy
+from mechanisms.smooth.sensitivity import MedianSmoothSensitivity, QuantileSmoothSensitivity
 
 CONFIGS = {
     "smooth_cauchy": ("smooth_cauchy", {}),

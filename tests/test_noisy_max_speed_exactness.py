@@ -1,6 +1,6 @@
 """The batched noisy-max integral gives the floats of the run-by-run march it replaced.
 
-:mod:`mechanisms.noisy_max_integral` decides its panels one run at a time but
+:mod:`mechanisms.mode.noisy_max_integral` decides its panels one run at a time but
 integrates them in batches, keeping the runs decided past a stop when the stop changed
 none of their decisions.  Its claim is that the panels, the integrals and their sums
 are those of the former march, computed in the same order: the same floats.  The
@@ -24,15 +24,15 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from mechanisms import noisy_max_integral
-from mechanisms.noisy_max_integrand import runs_log_integrals
-from mechanisms.noisy_max_noise import Noise
-from mechanisms.permute_and_flip import PermuteAndFlip
-from mechanisms.report_noisy_max import ReportNoisyMax
-from mechanisms.stability_histogram import StabilityHistogram
+from mechanisms.mode import noisy_max_integral
+from mechanisms.mode.noisy_max_integrand import runs_log_integrals
+from mechanisms.mode.permute_and_flip import PermuteAndFlip
+from mechanisms.mode.report_noisy_max import ReportNoisyMax
+from mechanisms.mode.stability_histogram import StabilityHistogram
+from mechanisms.noise.noisy_max import Noise
 
 # ------------------------------------------------------------------ the former code
-# mechanisms/report_noisy_max.py before the batched integral (the march run by run)
+# mechanisms/mode/report_noisy_max.py before the batched integral (the march run by run)
 
 LN2 = math.log(2.0)
 NODES, WEIGHTS = np.polynomial.legendre.leggauss(20)

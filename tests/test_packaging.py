@@ -13,7 +13,7 @@ import pytest
 from conftest import PROJECT_ROOT
 from filelock import FileLock
 
-from experiments.baseline import read_baseline
+from experiments.gate.baseline import read_baseline
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_an_installed_duff_regress_finds_its_baseline(installed, tmp_path) -> No
     any directory (here a deliberately incomplete one, refused with exit status 2)."""
     target, _ = installed
     assert (target / "experiments" / "baselines" / "regression.csv").is_file()
-    code = "from experiments.baseline import BASELINE; print(BASELINE)"
+    code = "from experiments.gate.baseline import BASELINE; print(BASELINE)"
     where = run_installed(target, tmp_path, "-c", code)
     assert where.stdout.strip() == str(target / "experiments" / "baselines" / "regression.csv")
     (tmp_path / "empty").mkdir()
@@ -80,7 +80,7 @@ NEWCOMER_FILES = {
         """A dataset of my own: Student's t with ``df`` degrees of freedom (heavy tails)."""
         from dataclasses import dataclass
 
-        from experiments.datasets import Dataset
+        from experiments.data.datasets import Dataset
 
 
         @dataclass(frozen=True)
@@ -97,8 +97,8 @@ NEWCOMER_FILES = {
         import numpy as np
 
         from mechanisms import Guarantee, Mechanism, Neighbouring, Release
-        from mechanisms.base import lower_median
-        from mechanisms.validation import check_rng, check_size
+        from mechanisms.core.data import lower_median
+        from mechanisms.core.validation import check_rng, check_size
 
 
         class HalfMidpointRelease(Release):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from experiments.reports import tuning_study as study
-from mechanisms.base import Neighbouring
-from mechanisms.smooth_laplace import optimal_parameters
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.median.smooth_laplace import optimal_parameters
+from mechanisms.smooth.sensitivity import MedianSmoothSensitivity
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from conftest import PROJECT_ROOT
 from scipy import stats
 
 from mechanisms import Neighbouring
-from mechanisms.quantile_em import QuantileEM
+from mechanisms.median.quantile_em import QuantileEM
 
 DATA = np.array([0.12, 0.3, 0.31, 0.45, 0.5, 0.52, 0.8, 0.9, 0.91])
 

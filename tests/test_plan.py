@@ -12,9 +12,9 @@ from conftest import CONF_DIR, GAUSSIAN, LAPLACE, tiny_overrides
 from omegaconf import OmegaConf
 
 import mechanisms
-from experiments.conf_files import group_names, load_entry
-from experiments.plan import ConfigError, build_plan, mechanism_entry
-from experiments.seeding import data_rng, noise_rng, seed_sequence, stable_int
+from experiments.base.seeding import data_rng, noise_rng, seed_sequence, stable_int
+from experiments.harness.conf_files import group_names, load_entry
+from experiments.harness.plan import ConfigError, build_plan, mechanism_entry
 
 PAPER_EPSILONS = [0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
 SMOKE_LABELS = [
@@ -80,7 +80,9 @@ def test_overrides_reach_the_config(compose_config) -> None:
 @pytest.mark.parametrize("name", ["normal", "uniform", "beta"])
 def test_synthetic_dataset_files(name: str) -> None:
     entry = load_entry(CONF_DIR, "dataset", name)
-    assert entry["_target_"] == "experiments.datasets.SyntheticDataset" and entry["name"] == name
+    assert (
+        entry["_target_"] == "experiments.data.datasets.SyntheticDataset" and entry["name"] == name
+    )
     assert entry["options"]["bounds"] == ([-10.0, 10.0] if name == "normal" else [0.0, 1.0])
 
 
@@ -126,7 +128,7 @@ def test_mechanism_labels_never_contradict_the_class() -> None:
 def test_names_resolve_to_group_files_and_inline_entries() -> None:
     plan = build_plan(tiny(mechanisms=["duff", LAPLACE]))
     assert [m.label for m in plan.mechanisms] == ["duff", "lap"]
-    assert plan.mechanisms[0].module == "mechanisms.duff"
+    assert plan.mechanisms[0].module == "mechanisms.median.duff"
     assert plan.mechanisms[1].module == "conftest"
     assert [d.id for d in plan.datasets] == ["normal", "uniform"]
     assert plan.datasets[1].bounds == (0.0, 1.0)

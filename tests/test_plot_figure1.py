@@ -17,9 +17,12 @@ import pytest
 from omegaconf import OmegaConf
 from results_helpers import write_results
 
-from experiments import results_reader
-from experiments.reports import bounds_coverage, cli, figure1, figure1_data, figure1_plot, style
-from experiments.reports.figure1_report import paper_table
+from experiments.harness import results_reader
+from experiments.reports import bounds_coverage, cli, style
+from experiments.reports.figure1 import command as figure1
+from experiments.reports.figure1 import data as figure1_data
+from experiments.reports.figure1 import plot as figure1_plot
+from experiments.reports.figure1.report import paper_table
 from experiments.reports.selection import median_rows, split_failed
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

@@ -19,9 +19,12 @@ import pandas as pd
 import pytest
 from results_helpers import write_results
 
-from experiments.plan import build_plan
-from experiments.reports import cli, figure2_data, figure2_numbers, figure2_plot, style
-from experiments.vertebral import VERTEBRAL_MEASUREMENTS, VertebralColumn
+from experiments.data.vertebral import VERTEBRAL_MEASUREMENTS, VertebralColumn
+from experiments.harness.plan import build_plan
+from experiments.reports import cli, style
+from experiments.reports.figure2 import data as figure2_data
+from experiments.reports.figure2 import numbers as figure2_numbers
+from experiments.reports.figure2 import plot as figure2_plot
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 LAPLACE_LN = "laplace_ln_oracle"
@@ -215,7 +218,7 @@ def test_loaded_cells_and_table(tmp_path: Path) -> None:
 
 
 def test_mechanism_order_puts_laplace_ln_and_duff_first() -> None:
-    from experiments.results_reader import MechanismInfo
+    from experiments.harness.results_reader import MechanismInfo
 
     entries = {
         "my_plugin": ("mine", {}, True),

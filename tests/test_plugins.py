@@ -15,9 +15,9 @@ from omegaconf import OmegaConf
 from scipy import stats
 
 import mechanisms
-from experiments.plan import ConfigError, build_plan, mechanism_entry
+from experiments.harness.plan import ConfigError, build_plan, mechanism_entry
+from experiments.harness.results import RUN_FILE, read_summary
 from experiments.reports import cli
-from experiments.results import RUN_FILE, read_summary
 from experiments.run import run
 
 EXAMPLE_DIR = PROJECT_ROOT / "examples" / "plugin"
@@ -26,8 +26,8 @@ EXAMPLE_DIR = PROJECT_ROOT / "examples" / "plugin"
 USER_MODULE = '''
 import numpy as np
 from mechanisms import Guarantee, Mechanism, Neighbouring, Release
-from mechanisms.base import lower_median
-from mechanisms.validation import check_rng, check_size
+from mechanisms.core.data import lower_median
+from mechanisms.core.validation import check_rng, check_size
 
 
 class UniformRelease(Release):
@@ -61,7 +61,7 @@ class Uniform(Mechanism):
 BROKEN_MODULE = """
 import numpy as np
 from mechanisms import Guarantee, Mechanism, Neighbouring, Release, register
-from mechanisms.base import lower_median
+from mechanisms.core.data import lower_median
 
 
 class BrokenRelease(Release):
@@ -231,7 +231,7 @@ def test_bad_targets_are_config_errors(plugin_dir, target: str, message: str) ->
 
 def test_a_target_whose_name_is_taken_is_a_config_error(plugin_dir) -> None:
     (plugin_dir / "user_plugin_clash.py").write_text(
-        "from mechanisms.duff import Duff\n\nclass Impostor(Duff):\n    name = 'duff'\n"
+        "from mechanisms.median.duff import Duff\n\nclass Impostor(Duff):\n    name = 'duff'\n"
     )
     with pytest.raises(ConfigError, match="'duff' is already registered by Duff"):
         mechanism_entry({"label": "x", "_target_": "user_plugin_clash.Impostor"})
@@ -308,14 +308,15 @@ def test_an_entry_point_plugin_is_registered(plugin_dir, monkeypatch) -> None:
     from importlib.metadata import EntryPoint
 
     from mechanisms import registry
+    from mechanisms.core import registration
 
     point = EntryPoint(
         name="user_uniform", value="user_plugin_uniform:Uniform", group=registry.ENTRY_POINT_GROUP
     )
     monkeypatch.setattr(registry, "entry_points", lambda group: [point] if group else [])
     registry.available()  # the built-ins registered before the registry is copied
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    registry._REGISTRY.pop("user_uniform", None)
+    monkeypatch.setattr(registration, "_REGISTRY", dict(registration._REGISTRY))
+    registration._REGISTRY.pop("user_uniform", None)
     assert "user_uniform" in mechanisms.available()
     made = mechanisms.make("user_uniform", epsilon=1.0)
     assert made.release(np.array([0.2, 0.4]), (0.0, 1.0)).cdf(0.5) == pytest.approx(0.5)

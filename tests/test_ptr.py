@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import mechanisms.ptr as ptr
-from mechanisms.base import Neighbouring
-from mechanisms.ptr import PTRMedian, instability_distance, reference_proposal
-from mechanisms.tuning import EvenlySpaced
+import mechanisms.median.ptr as ptr
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.median.ptr import PTRMedian, instability_distance, reference_proposal
+from mechanisms.smooth.tuning import EvenlySpaced
 
 A, B = 0.0, 1.0
 Dataset = tuple[float, ...]

@@ -11,15 +11,11 @@ import pytest
 from scipy import stats
 
 import mechanisms
-from mechanisms.base import Neighbouring, lower_median
-from mechanisms.duff import Duff
-from mechanisms.quantile_em import (
-    QuantileEM,
-    exact_alpha,
-    quantile_rank,
-    rank_distance,
-    split_alpha_n,
-)
+from mechanisms.core.data import lower_median
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.core.quantiles import exact_alpha, quantile_rank, rank_distance, split_alpha_n
+from mechanisms.median.duff import Duff
+from mechanisms.median.quantile_em import QuantileEM
 
 ALPHAS = [0.1, 0.25, 0.3, 0.5, 0.55, 0.77, 0.9]
 

@@ -32,10 +32,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanisms.base import Neighbouring
-from mechanisms.monotone_search import order_statistics
-from mechanisms.quantile_add_remove import QuantileAddRemove
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity, QuantileSmoothSensitivity
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.core.sorted_data import order_statistics
+from mechanisms.smooth.quantile_add_remove import QuantileAddRemove
+from mechanisms.smooth.sensitivity import MedianSmoothSensitivity, QuantileSmoothSensitivity
 
 A, B = 0.0, 10.0
 GRID = (0.0, 1.0, 3.0, 4.0, 10.0)

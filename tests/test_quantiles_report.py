@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from experiments.harness.results_reader import load
 from experiments.reports import cli
-from experiments.results_reader import load
 from experiments.run import run
 
 QUANTILES = {

@@ -20,8 +20,8 @@ from scipy import stats
 from scipy.special import softmax
 
 import mechanisms
-import mechanisms.racing as racing
-from mechanisms.racing import FiniteLevels, IntervalLevels, RacingSampler, race
+import mechanisms.sampling.racing as racing
+from mechanisms.sampling.racing import FiniteLevels, IntervalLevels, RacingSampler, race
 
 LevelSampler = Callable[[int, np.random.Generator], np.ndarray]
 

@@ -1,4 +1,4 @@
-"""``scripts/readme_numbers.py`` (:mod:`experiments.reports.readme_numbers`): the README quotes
+"""``scripts/readme_numbers.py`` (:mod:`readme_tools.markers`): the README quotes
 the committed references, and drift is caught."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from types import ModuleType
 
 import pytest
 from conftest import PROJECT_ROOT
-
-from experiments.reports import readme_numbers, readme_values
-from experiments.reports.reference_tables import NumbersError
+from readme_tools import markers as readme_numbers
+from readme_tools import values as readme_values
+from readme_tools.reference_tables import NumbersError
 
 README = PROJECT_ROOT / "README.md"
 

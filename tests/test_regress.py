@@ -20,15 +20,16 @@ import pytest
 from results_helpers import default_value
 
 import mechanisms
-from experiments import baseline as gate_baseline
-from experiments import gate_verdicts, regress
-from experiments.plan import build_plan
-from experiments.results import SUMMARY_COLUMNS
+from experiments import regress
+from experiments.gate import baseline as gate_baseline
+from experiments.gate import verdicts as gate_verdicts
+from experiments.harness.plan import build_plan
+from experiments.harness.results import SUMMARY_COLUMNS
 from experiments.run import run
-from mechanisms.duff import Duff
 from mechanisms.intervals.nonprivate import sign_test_rank
 from mechanisms.intervals.order_statistic import DPOrderStatistic
-from mechanisms.smooth_cauchy import SmoothCauchy
+from mechanisms.median.duff import Duff
+from mechanisms.median.smooth_cauchy import SmoothCauchy
 
 STUDY = {"duff", "quantile_em", "smooth_cauchy", "smooth_laplace", "laplace_ln"}
 MEAN_AND_MODE = {"laplace_mean", "gaussian_mean", "trimmed_mean_student_t"} | {

@@ -1,10 +1,11 @@
 """The fast release path of Duff and the quantile EM gives the numbers of the code it replaced,
 bit for bit: samples (same generator state, same floats), cdf, log masses and true value.
 
-:class:`OldRelease` below is the release as :mod:`mechanisms.sampling` computed it before
-the small-n path (:mod:`mechanisms.gaps`), with the scores as :mod:`mechanisms.duff` and
-:mod:`mechanisms.quantile_em` computed them, ranks in ``fractions.Fraction``: reads
-through :class:`mechanisms.selection.OrderStatistics` one at a time, three calls of the
+:class:`OldRelease` below is the release as :mod:`mechanisms.sampling.piecewise` computed it before
+the small-n path (:mod:`mechanisms.sampling.gaps`), with the scores as
+:mod:`mechanisms.median.duff` and
+:mod:`mechanisms.median.quantile_em` computed them, ranks in ``fractions.Fraction``: reads
+through :class:`mechanisms.core.selection.OrderStatistics` one at a time, three calls of the
 score function, masked ``log``/``exp``, ``np.cumsum``, two draws of ``size`` uniforms.
 Floats are compared as bits, so ``-0.0`` and ``0.0`` differ.  The planted bugs at the end
 show that the comparison fails when the arithmetic moves.
@@ -20,16 +21,17 @@ import numpy as np
 import pytest
 
 import mechanisms
-import mechanisms.gaps
-import mechanisms.quantile_em
-import mechanisms.sampling
-from mechanisms.base import Neighbouring
-from mechanisms.duff_utility import Multiples, QuantileDistance
-from mechanisms.gaps import SelectedGaps, SortedGaps
-from mechanisms.quantile_em import sensitivity
-from mechanisms.racing import RacingSampler
-from mechanisms.sampling import score_epsilon
-from mechanisms.selection import MIN_SAMPLED, OrderStatistics
+import mechanisms.core.quantiles
+import mechanisms.median.quantile_em
+import mechanisms.sampling.gaps
+import mechanisms.sampling.piecewise
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.core.quantiles import sensitivity
+from mechanisms.core.selection import MIN_SAMPLED, OrderStatistics
+from mechanisms.median.duff_utility import Multiples, QuantileDistance
+from mechanisms.sampling.gaps import SelectedGaps, SortedGaps
+from mechanisms.sampling.piecewise import score_epsilon
+from mechanisms.sampling.racing import RacingSampler
 
 ADD_REMOVE, REPLACE_ONE = Neighbouring.ADD_REMOVE, Neighbouring.REPLACE_ONE
 MARGIN = -math.log(np.finfo(np.float64).tiny)
@@ -81,7 +83,8 @@ def old_scores(name: str, n: int, epsilon: float, alpha: float, neighbouring: Ne
 
 
 class OldRelease:
-    """The old :class:`mechanisms.sampling.PiecewiseUniformRelease`, its arithmetic verbatim."""
+    """The old :class:`mechanisms.sampling.piecewise.PiecewiseUniformRelease`, its arithmetic
+    verbatim."""
 
     def __init__(self, data, bounds, name, epsilon, alpha, neighbouring, sampler) -> None:
         lower, upper = bounds
@@ -302,15 +305,18 @@ def shifted_scores(self, start: int, stop: int) -> np.ndarray:
 
 PLANTED = {  # [(module, attribute, value)], then the release that shows the bug
     "alpha*n in floats": (
-        [(mechanisms.quantile_em, "split_alpha_n", float_split)],
+        [
+            (mechanisms.median.quantile_em, "split_alpha_n", float_split),
+            (mechanisms.core.quantiles, "split_alpha_n", float_split),
+        ],
         ("quantile_em", 100, "normal", 0.55),
     ),
     "uniforms swapped": (
-        [(mechanisms.sampling.PiecewiseUniformRelease, "sample", swapped_uniforms)],
+        [(mechanisms.sampling.piecewise.PiecewiseUniformRelease, "sample", swapped_uniforms)],
         ("duff", 100, "normal", 0.5),
     ),
     "no mask below 2**-1022": (  # at ε = 1, 4000 points the window has such weights
-        [(mechanisms.sampling, "UNDERFLOW_MARGIN", math.inf)],
+        [(mechanisms.sampling.piecewise, "UNDERFLOW_MARGIN", math.inf)],
         ("duff", 4000, "normal", 0.5),
     ),
     "window scores one gap off": (
@@ -318,7 +324,7 @@ PLANTED = {  # [(module, attribute, value)], then the release that shows the bug
         ("duff", 100, "normal", 0.5),
     ),
     "sorted whole above the threshold": (  # sort and selection order -0.0, 0.0 differently
-        [(mechanisms.gaps, "MIN_SAMPLED", 1 << 14)],
+        [(mechanisms.sampling.gaps, "MIN_SAMPLED", 1 << 14)],
         ("duff", 3 * MIN_SAMPLED, "ties", 0.5),
     ),
 }

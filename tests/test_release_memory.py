@@ -23,10 +23,10 @@ import pytest
 import mechanisms
 from mechanisms import registry
 from mechanisms.peers import PeerMechanism
-from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
+from mechanisms.smooth.sensitivity import QuantileSmoothSensitivity
 
 N = 20_000
-"""Above mechanisms.selection.MIN_SAMPLED, so releases go through selection."""
+"""Above mechanisms.core.selection.MIN_SAMPLED, so releases go through selection."""
 BOUNDS = (-10.0, 10.0)
 KEPT_FRACTION = 0.5
 """A cycle keeps at least the bounded copy of the data (one dataset); caches keep less."""

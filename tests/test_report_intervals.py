@@ -15,10 +15,11 @@ import pytest
 from results_helpers import write_results
 from scipy import stats
 
-from experiments import results_reader
-from experiments.reports import cli, intervals
+from experiments.harness import results_reader
+from experiments.harness.results import config_hash
+from experiments.reports import cli
+from experiments.reports.intervals import command as intervals
 from experiments.reports.selection import ReportError
-from experiments.results import config_hash
 from experiments.run import run
 
 BASELINE, DP, EXPMECH, SUBSAMPLE = (
@@ -267,7 +268,7 @@ def test_a_real_run_of_the_harness(tmp_path: Path) -> None:
     """The columns the harness writes are the ones the report reads (ε = ∞ baseline)."""
     normal = {
         "name": "normal",
-        "_target_": "experiments.datasets.SyntheticDataset",
+        "_target_": "experiments.data.datasets.SyntheticDataset",
         "options": {
             "distribution": "normal",
             "params": {"loc": 0.0, "scale": 1.0},

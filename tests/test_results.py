@@ -11,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import provenance, results
-from experiments.metrics import error_metrics, estimates_problem
-from experiments.results import (
+from experiments.base import atomic_files
+from experiments.base.atomic_files import write_json_atomic, write_text_atomic
+from experiments.harness import provenance
+from experiments.harness.metrics import error_metrics, estimates_problem
+from experiments.harness.results import (
     SUMMARY_COLUMNS,
     ResultsDirError,
     assemble,
@@ -22,8 +24,6 @@ from experiments.results import (
     open_results_dir,
     read_summary,
     save_unit,
-    write_json_atomic,
-    write_text_atomic,
 )
 
 
@@ -84,7 +84,7 @@ def test_a_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch) -> None:
     def crash(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(results.os, "replace", crash)
+    monkeypatch.setattr(atomic_files.os, "replace", crash)
     with pytest.raises(OSError, match="disk full"):
         write_json_atomic(target, {"a": 2})
     assert json.loads(target.read_text()) == {"a": 1}
@@ -161,7 +161,9 @@ def test_package_versions_record_installed_peers_and_plugin_packages(monkeypatch
     assert set(versions) == {*provenance.PACKAGES, *installed}
     assert versions["numpy"] == np.__version__
     # a module a mechanism comes from adds the distribution that provides it, once
-    with_plugins = provenance.package_versions(["yaml.loader", "mechanisms.duff", "no_such_mod"])
+    with_plugins = provenance.package_versions(
+        ["yaml.loader", "mechanisms.median.duff", "no_such_mod"]
+    )
     assert with_plugins["PyYAML"] == real_version("PyYAML")
     assert set(with_plugins) == {*versions, "PyYAML"}
 

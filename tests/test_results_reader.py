@@ -1,4 +1,5 @@
-"""experiments/results_reader.py: a results directory is read whole and exactly, or refused."""
+"""experiments/harness/results_reader.py: a results directory is read whole and exactly, or
+refused."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pandas as pd
 import pytest
 from results_helpers import write_results
 
-from experiments.results_reader import ResultsError, load
+from experiments.harness.results_reader import ResultsError, load
 
 EPSILONS = (0.1, 2.0)
 

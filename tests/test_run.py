@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 from conftest import GAUSSIAN, LAPLACE, LAPLACE_WIDE, start_cli, tiny_overrides
 
-from experiments.plan import build_plan
-from experiments.provenance import package_versions
-from experiments.results import (
+from experiments.data.vertebral import SHARED_DATA_DIR, VERTEBRAL_MEMBER
+from experiments.harness.plan import build_plan
+from experiments.harness.provenance import package_versions
+from experiments.harness.results import (
     ESTIMATES_FILE,
     RUN_FILE,
     SUMMARY_COLUMNS,
@@ -25,7 +26,6 @@ from experiments.results import (
     read_summary,
 )
 from experiments.run import main, run
-from experiments.vertebral import SHARED_DATA_DIR, VERTEBRAL_MEMBER
 
 SHARED_VERTEBRAL = SHARED_DATA_DIR / VERTEBRAL_MEMBER
 KEYS = ["dataset", "subset", "replicate", "mechanism", "epsilon"]

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from conftest import tiny_overrides
 
-from experiments import results_reader
-from experiments.config import ConfigError
-from experiments.datasets import DatasetError, SyntheticDataset, scipy_law
-from experiments.interval_metrics import (
+from experiments.data.datasets import DatasetError, SyntheticDataset, scipy_law
+from experiments.harness import results_reader
+from experiments.harness.config import ConfigError
+from experiments.harness.interval_metrics import (
     coverage_p_value,
     coverage_target,
     hoeffding_margin,
@@ -23,7 +23,7 @@ from experiments.interval_metrics import (
     interval_problem,
     nonprivate_width,
 )
-from experiments.plan import build_plan
+from experiments.harness.plan import build_plan
 from experiments.run import run
 from mechanisms import Guarantee, Neighbouring
 from mechanisms.intervals import POPULATION_MEDIAN, SAMPLE_MEDIAN

@@ -12,11 +12,13 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import logsumexp
 
-from mechanisms.base import lower_median
-from mechanisms.duff import Duff, gap_utility
-from mechanisms.quantile_em import QuantileEM, rank_distance
-from mechanisms.racing import IntervalLevels
-from mechanisms.sampling import SAMPLERS, PiecewiseUniformRelease
+from mechanisms.core.data import lower_median
+from mechanisms.core.quantiles import rank_distance
+from mechanisms.median.duff import Duff
+from mechanisms.median.duff_utility import gap_utility
+from mechanisms.median.quantile_em import QuantileEM
+from mechanisms.sampling.piecewise import SAMPLERS, PiecewiseUniformRelease
+from mechanisms.sampling.racing import IntervalLevels
 
 
 def linear_score(slope: float, centre: float):
@@ -283,7 +285,7 @@ def make_racing(x, a, b, log_score, mode) -> PiecewiseUniformRelease:
 
 
 def duff_score(n: int, epsilon: float):
-    """Duff's log-score ``ε·u_d/2`` on gap ``i`` (as in :class:`mechanisms.duff.Duff`)."""
+    """Duff's log-score ``ε·u_d/2`` on gap ``i`` (as in :class:`mechanisms.median.duff.Duff`)."""
 
     def log_score(gaps: np.ndarray) -> np.ndarray:
         return 0.5 * epsilon * gap_utility(n, gaps)

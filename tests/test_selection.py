@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import mechanisms
-from mechanisms import base, validation
-from mechanisms.selection import OrderStatistics
+from mechanisms.core import interface as base
+from mechanisms.core import validation
+from mechanisms.core.selection import OrderStatistics
 
 N_LARGE = 300_000  # stride 4 for the sampled selection
 
@@ -120,7 +121,7 @@ def bits(values) -> np.ndarray:
 
 
 def old_check_data(data: object) -> np.ndarray:
-    """:func:`mechanisms.validation.check_data` before its float64 shortcut."""
+    """:func:`mechanisms.core.validation.check_data` before its float64 shortcut."""
     try:
         array = np.asarray(data)
     except (TypeError, ValueError):
@@ -164,7 +165,7 @@ DATA = [
 
 
 def old_check_bounds(bounds: object) -> tuple[float, float]:
-    """:func:`mechanisms.validation.check_bounds` before it read the pair with ``map``."""
+    """:func:`mechanisms.core.validation.check_bounds` before it read the pair with ``map``."""
     try:
         if not isinstance(bounds, Iterable):
             raise TypeError

@@ -1,6 +1,6 @@
 """The smooth-sensitivity mechanisms, bit for bit as before: ``log SS_β`` from one array of
-``log A(k)`` (:mod:`mechanisms.median_envelope`), the tuning search's faster arithmetic, and
-releases by selection (:mod:`mechanisms.smooth_selection`).
+``log A(k)`` (:mod:`mechanisms.smooth.median_envelope`), the tuning search's faster arithmetic, and
+releases by selection (:mod:`mechanisms.smooth.selection`).
 
 The reference is the earlier code, kept here: the median's add/remove scan over chunks of
 costs (:class:`ReferenceSmoothSensitivity`), the root finders of the tuning penalties and the
@@ -18,12 +18,14 @@ import numpy as np
 import pytest
 
 import mechanisms
-from mechanisms import laplace_ln, smooth_cauchy, smooth_laplace, smooth_selection, tuning
-from mechanisms.base import Neighbouring
-from mechanisms.median_envelope import MedianEnvelope
-from mechanisms.monotone_search import order_statistics
-from mechanisms.selection import OrderStatistics
-from mechanisms.smooth_sensitivity import QuantileSmoothSensitivity
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.core.selection import OrderStatistics
+from mechanisms.core.sorted_data import order_statistics
+from mechanisms.median import laplace_ln, smooth_cauchy, smooth_laplace
+from mechanisms.smooth import laplace_ln_tuning, tuning
+from mechanisms.smooth import selection as smooth_selection
+from mechanisms.smooth.median_envelope import MedianEnvelope
+from mechanisms.smooth.sensitivity import QuantileSmoothSensitivity
 
 BOUNDS = (-5.0, 5.0)
 GRID = np.linspace(-6.0, 6.0, 241)
@@ -83,7 +85,7 @@ class ReferenceSmoothSensitivity(QuantileSmoothSensitivity):
 
 
 def reference_stationary_beta(k, epsilon, log_inv_delta):
-    """:func:`mechanisms.smooth_laplace._stationary_beta` before: Newton on every slope (a
+    """:func:`mechanisms.median.smooth_laplace._stationary_beta` before: Newton on every slope (a
     placeholder where there is no root), ``beta_limit`` solved on each call."""
     k = np.asarray(k, dtype=np.float64)
     has_root = k > (log_inv_delta - 1.0) / epsilon
@@ -114,7 +116,7 @@ def reference_stationary_beta(k, epsilon, log_inv_delta):
 
 
 def reference_optimal_sigma(t, epsilon):
-    """:func:`mechanisms.laplace_ln.optimal_sigma` before (no hoisted products)."""
+    """:func:`mechanisms.smooth.laplace_ln_tuning.optimal_sigma` before (no hoisted products)."""
     t = np.asarray(t, dtype=np.float64)
     sigma = t / epsilon + np.cbrt(t / (5.0 * epsilon))
     for _ in range(100):
@@ -141,13 +143,13 @@ def earlier(monkeypatch) -> Callable[..., object]:
             for module in (smooth_cauchy, smooth_laplace, laplace_ln):
                 patch.setattr(module, "QuantileSmoothSensitivity", ReferenceSmoothSensitivity)
             patch.setattr(smooth_laplace, "_stationary_beta", reference_stationary_beta)
-            patch.setattr(laplace_ln, "optimal_sigma", reference_optimal_sigma)
+            patch.setattr(laplace_ln_tuning, "optimal_sigma", reference_optimal_sigma)
             patch.setattr(tuning, "_log_ss_at", reference_log_ss_at)
             patch.setattr(tuning, "_initial_grid", tuning._initial_grid.__wrapped__)
             patch.setattr(smooth_laplace, "public_parameters", uncached_public(smooth_laplace))
-            patch.setattr(laplace_ln, "public_parameters", uncached_public(laplace_ln))
+            patch.setattr(laplace_ln, "public_parameters", uncached_public(laplace_ln_tuning))
             for module in (smooth_laplace, laplace_ln):  # SS at the chosen β computed again
-                patch.setattr(module, "_tuned", without_log_ss(module._tuned))
+                patch.setattr(module, "tuned_parameters", without_log_ss(module.tuned_parameters))
             mechanism = mechanisms.make(name, **options)
             return mechanism._release(np.sort(np.clip(x, *bounds)), *bounds)
 
@@ -223,7 +225,7 @@ def test_log_ss_equals_the_earlier_scan(n: int) -> None:
 
 def mismatches(planted: type[MedianEnvelope], monkeypatch) -> int:
     """How many (dataset, batch) pairs of the comparison above a planted bug changes."""
-    monkeypatch.setattr("mechanisms.smooth_sensitivity.MedianEnvelope", planted)
+    monkeypatch.setattr("mechanisms.smooth.sensitivity.MedianEnvelope", planted)
     count = 0
     for n in (65, 1000, 4097, 200_000):
         rng = np.random.default_rng(n)
@@ -384,13 +386,14 @@ def test_public_parameters_are_searched_once_per_size(name, options, monkeypatch
         raise AssertionError("searched again")
 
     monkeypatch.setattr(smooth_laplace, "minimise", no_search)
-    monkeypatch.setattr(laplace_ln, "minimise", no_search)
+    monkeypatch.setattr(laplace_ln_tuning, "minimise", no_search)
     for x in datasets(3001).values():
         mechanism.release(x, BOUNDS)
 
 
 def sigma_one_step_short(t, epsilon):
-    """Planted bug: :func:`laplace_ln.optimal_sigma` returning the iterate before the last."""
+    """Planted bug: :func:`laplace_ln_tuning.optimal_sigma` returning the iterate before the
+    last."""
     t = np.asarray(t, dtype=np.float64)
     sigma = previous = t / epsilon + np.cbrt(t / (5.0 * epsilon))
     for _ in range(100):
@@ -405,7 +408,7 @@ def sigma_one_step_short(t, epsilon):
 def test_the_release_comparison_catches_a_planted_tuning_bug(earlier, monkeypatch) -> None:
     options = {"delta": 1e-6, "tuning": "oracle"}
     olds = [earlier("laplace_ln", x, epsilon=1.0, **options) for x in datasets(200).values()]
-    monkeypatch.setattr(laplace_ln, "optimal_sigma", sigma_one_step_short)
+    monkeypatch.setattr(laplace_ln_tuning, "optimal_sigma", sigma_one_step_short)
     caught = 0
     for x, old in zip(datasets(200).values(), olds, strict=True):
         try:

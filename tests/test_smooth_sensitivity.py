@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanisms.base import Neighbouring
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.smooth.sensitivity import MedianSmoothSensitivity
 
 A, B = 0.0, 10.0
 

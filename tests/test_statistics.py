@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.plan import ConfigError, build_plan
-from experiments.results_reader import load
+from experiments.harness.plan import ConfigError, build_plan
+from experiments.harness.results_reader import load
 from experiments.run import run
-from mechanisms.base import sorted_bounded
+from mechanisms.core.data import sorted_bounded
 from mechanisms.statistics import MEDIAN, Median, Quantile
 
 ALPHAS = (0.05, 0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.9, 0.95)

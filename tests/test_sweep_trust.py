@@ -17,8 +17,8 @@ import pytest
 from conftest import GAUSSIAN, LAPLACE, PROJECT_ROOT, start_cli, tiny_overrides
 from filelock import FileLock
 
-from experiments.config import ConfigError, available_cores, worker_count
-from experiments.results import LOCK_FILE, RUN_FILE, ResultsDirError, read_summary
+from experiments.harness.config import ConfigError, available_cores, worker_count
+from experiments.harness.results import LOCK_FILE, RUN_FILE, ResultsDirError, read_summary
 from experiments.run import run
 
 MECHANISMS_ARG = "mechanisms=[{label:lap,name:harness_laplace}]"

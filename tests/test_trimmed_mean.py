@@ -11,19 +11,20 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mechanisms.base import Neighbouring, mean_value
-from mechanisms.trimmed_mean import (
+from mechanisms.core.data import mean_value
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.mean.trimmed_mean import (
+    TrimmedMeanLaplaceLN,
+    TrimmedMeanStudentT,
+    student_t_epsilon,
+)
+from mechanisms.noise.laws import StandardStudentT
+from mechanisms.smooth.trimmed_mean import (
     TrimmedMeanSmoothSensitivity,
     check_trim,
     trim_count,
     trimmed_mean,
     trimmed_mean_smooth_sensitivity,
-)
-from mechanisms.trimmed_mean_noise import (
-    StandardStudentT,
-    TrimmedMeanLaplaceLN,
-    TrimmedMeanStudentT,
-    student_t_epsilon,
 )
 
 A, B = 0.0, 1.0

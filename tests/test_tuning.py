@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mechanisms
-from mechanisms import laplace_ln, smooth_laplace
-from mechanisms.base import Neighbouring
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity, QuantileSmoothSensitivity
-from mechanisms.tuning import (
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.median import smooth_laplace
+from mechanisms.smooth import laplace_ln_tuning
+from mechanisms.smooth.sensitivity import MedianSmoothSensitivity, QuantileSmoothSensitivity
+from mechanisms.smooth.tuning import (
     DEFAULT_TOLERANCE,
     EvenlySpaced,
     minimise,
@@ -59,11 +60,11 @@ line_sets = st.integers(1, 12).flatmap(
 def test_minimise_laplace_ln_penalty_is_global(lines, epsilon):
     """ψ of laplace_ln is concave then convex: several local minima, the global one is found."""
     f = Lines(np.array(lines[0]), np.array(lines[1]))
-    penalty = laplace_ln._penalty(epsilon)
-    hi = float(laplace_ln.t_for_sigma(laplace_ln.SIGMA_MAX, epsilon))
+    penalty = laplace_ln_tuning._penalty(epsilon)
+    hi = float(laplace_ln_tuning.t_for_sigma(laplace_ln_tuning.SIGMA_MAX, epsilon))
     lo = 1e-7 * hi
     found = minimise(f, penalty, lo, hi)
-    stationary = laplace_ln._stationary_t(f.costs, epsilon)
+    stationary = laplace_ln_tuning._stationary_t(f.costs, epsilon)
     extra = np.concatenate((f.breakpoints(), stationary, [penalty.inflection]))
     reference = brute_force_minimum(f, penalty, lo, hi, extra)
     assert found.objective <= reference + DEFAULT_TOLERANCE
@@ -107,8 +108,8 @@ def test_stationary_points_solve_the_slope_equation():
     alpha = smooth_laplace.alpha_at(beta, epsilon, log_inv_delta)
     np.testing.assert_allclose((log_inv_delta * np.exp(beta) - 1) / alpha, k, rtol=1e-9)
     assert smooth_laplace._stationary_beta(np.array([1.0]), epsilon, log_inv_delta)[0] == 0.0
-    t = laplace_ln._stationary_t(k, epsilon)
-    sigma = laplace_ln.optimal_sigma(t, epsilon)
+    t = laplace_ln_tuning._stationary_t(k, epsilon)
+    sigma = laplace_ln_tuning.optimal_sigma(t, epsilon)
     np.testing.assert_allclose((5 * sigma + 1 / sigma) / epsilon, k, rtol=1e-9)
     assert np.all(sigma >= 1 / math.sqrt(5))
 

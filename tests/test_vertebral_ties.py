@@ -12,7 +12,7 @@ that data, that
 * the density ratio on neighbouring datasets formed by removing or adding a
   tied value is at most ``e^ε`` (Duff paper, Definition 1; Lemma 1);
 * the smooth sensitivity equals a literal quadratic evaluation of its
-  definition on the tied data (:mod:`mechanisms.smooth_sensitivity`).
+  definition on the tied data (:mod:`mechanisms.smooth.sensitivity`).
 
 The data is found as the harness finds it (``$VERTEBRAL_DATA``, the cache,
 ``../shared/data``); the tests are skipped, never downloading, when it is absent.
@@ -27,11 +27,11 @@ import pytest
 from scipy import special, stats
 
 import mechanisms
-from experiments.datasets import DatasetError, FixedDataset
-from experiments.vertebral import VertebralColumn, locate_vertebral
-from mechanisms.base import Neighbouring
-from mechanisms.duff import utility
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from experiments.data.datasets import DatasetError, FixedDataset
+from experiments.data.vertebral import VertebralColumn, locate_vertebral
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.median.duff import utility
+from mechanisms.smooth.sensitivity import MedianSmoothSensitivity
 
 EPSILONS = (0.1, 0.5, 2.0)
 EMS = ("duff", "quantile_em")
@@ -67,7 +67,7 @@ def reference_log_probabilities(
 ) -> np.ndarray:
     """Gap log probabilities of the EM, from point counts at each gap's midpoint.
 
-    Duff: ``ε·u_d/2`` with ``u_d`` of :func:`mechanisms.duff.utility` (Definition 8,
+    Duff: ``ε·u_d/2`` with ``u_d`` of :func:`mechanisms.median.duff.utility` (Definition 8,
     sensitivity 1).  Quantile EM at α = 1/2, add/remove: ``ε·u/(2Δu)`` with
     ``u = -|#below/2 - #above/2|`` and ``Δu = 1/2`` ("The Exponential Mechanism for
     Medians", eq. 2.2, Thm 3).
@@ -198,7 +198,7 @@ def test_em_cdf_is_continuous_and_monotone_at_ties(dataset: FixedDataset, name: 
     )
     values = release.cdf(grid)
     # Non-decreasing up to the cdf's documented float64 error (a few 2**-53, see
-    # mechanisms/sampling.py): at a gap's right end `before + p·fraction` and the next
+    # mechanisms/sampling/piecewise.py): at a gap's right end `before + p·fraction` and the next
     # cumulative sum can differ by one rounding.  A misplaced mass would be far larger.
     assert np.all(np.diff(values) >= -(2.0**-52))
     assert values[0] == 0.0 and values[-1] == 1.0
@@ -238,7 +238,7 @@ def literal_add_remove(x: np.ndarray, lower: float, upper: float, beta: float) -
 
     ``c(i, j) = (j - i - 1) + max(0, i + j - n - 1, n - i - j)`` for
     ``0 <= i < j <= n + 1`` (padding ``x_0 = a``, ``x_{n+1} = b``), as in the
-    docstring of :mod:`mechanisms.smooth_sensitivity`.
+    docstring of :mod:`mechanisms.smooth.sensitivity`.
     """
     n = x.size
     padded = np.concatenate(([lower], x, [upper]))

@@ -1,12 +1,12 @@
 """Figures and tables from results directories: the paper's figures, the bounds' coverage,
 the peers table, the privacy audit and the README's numbers.
 
-Every module reads results through :func:`experiments.results_reader.load` and
+Every module reads results through :func:`experiments.harness.results_reader.load` and
 draws mechanisms as :mod:`experiments.reports.style` says, from what they are
 (registry name, options, the ``private`` and ``neighbouring`` columns, the
 class's ``display_name``), never from their labels.  The command lines are
 ``duff-plot`` (:mod:`experiments.reports.cli`: ``figure1``, ``figure2``,
-``bounds``, ``peers``) and ``duff-audit`` (:mod:`experiments.reports.audit_cli`);
+``bounds``, ``peers``) and ``duff-audit`` (:mod:`experiments.audit.cli`);
 the scripts in ``scripts/`` call them.
 
 =====================  =====================================================================

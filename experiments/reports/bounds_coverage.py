@@ -3,14 +3,14 @@
 ``duff-plot bounds RESULTS_DIR [--eta 0.05] [--out DIR] [--scale 1]``.
 
 Input: a run with ``keep_estimates=true``, read by
-:func:`experiments.results_reader.load` (``run.json``, ``summary.csv`` and the
+:func:`experiments.harness.results_reader.load` (``run.json``, ``summary.csv`` and the
 row-aligned ``estimates.npz``).  The datasets are regenerated from the run's
-config (:func:`experiments.plan.build_plan`; refused unless the rebuilt config
+config (:func:`experiments.harness.plan.build_plan`; refused unless the rebuilt config
 hash equals the run's, so they are the data the mechanisms saw) and each
 mechanism is rebuilt from its entry with the row's ε and δ.
 
 For every ``ok`` median row of a mechanism with a known bound
-(:mod:`mechanisms.error_bounds`) and every such bound, on that dataset:
+(:mod:`mechanisms.median.error_bounds`) and every such bound, on that dataset:
 
 * ``covered``: the number of trials whose bounded quantity (absolute error, or
   rank error for the quantile EM) stayed ``<=`` the bound, and ``abs_covered``
@@ -44,13 +44,15 @@ import pandas as pd
 from scipy import stats
 
 import mechanisms
-from experiments import results_reader
-from experiments.datasets import Dataset, DatasetError
-from experiments.plan import ConfigError, MechanismEntry, Plan, build_plan
+from experiments.data.datasets import Dataset, DatasetError
+from experiments.harness import results_reader
+from experiments.harness.plan import ConfigError, MechanismEntry, Plan, build_plan
+from experiments.harness.results import RUN_FILE
 from experiments.reports.selection import ReportError, median_rows, results_arguments
 from experiments.reports.tables import digits, markdown_table
-from experiments.results import RUN_FILE
-from mechanisms import error_bounds as theory
+from mechanisms.core import bound_checks
+from mechanisms.core import bounds as core_bounds
+from mechanisms.median import error_bounds as theory
 
 QUANTILE = 0.95
 P_VALUE_FLOOR = 1e-3
@@ -87,14 +89,14 @@ def load_run(results_dir: Path) -> tuple[Plan, results_reader.Results]:
 
 
 def cell_coverage(
-    bound: theory.Bound,
+    bound: core_bounds.Bound,
     release: mechanisms.Release,
     sorted_x: np.ndarray,
     estimates: np.ndarray,
 ) -> dict[str, Any]:
     """Coverage of one bound on one dataset: counts over ``estimates`` and the exact value."""
     abs_errors = np.abs(estimates - release.true_value)
-    if bound.quantity == theory.RANK_ERROR:
+    if bound.quantity == core_bounds.RANK_ERROR:
         quantity = theory.rank_error(sorted_x, estimates, bound.details["alpha"])
     else:
         quantity = abs_errors
@@ -110,7 +112,7 @@ def cell_coverage(
         "trials": int(estimates.size),
         "covered": int((quantity <= bound.value).sum()),
         "abs_covered": int((abs_errors <= bound.abs_error).sum()),
-        "exact": theory.exact_coverage(release, bound, sorted_x),
+        "exact": bound_checks.exact_coverage(release, bound, sorted_x),
         "q95": q95,
         "abs_q95": abs_q95,
         "ratio": bound.value / q95 if q95 > 0 else math.inf,
@@ -139,12 +141,12 @@ def row_coverage(
             f"dataset {dataset.id} replicate {row['replicate']}: regenerated true value "
             f"{release.true_value!r} differs from the stored {row['true_value']!r}"
         )
-    sorted_x = theory.bounded_sorted(mechanism, data, dataset.bounds)[0]
+    sorted_x = bound_checks.bounded_sorted(mechanism, data, dataset.bounds)[0]
     keys = {"dataset": row["dataset"], "subset": row["subset"], "replicate": row["replicate"]}
     keys |= {"mechanism": entry.label, "registry_name": entry.name, "epsilon": epsilon}
     keys |= {"n": int(sorted_x.size), "true_value": release.true_value}
     records = []
-    for bound in theory.mechanism_bounds(mechanism, data, dataset.bounds, eta):
+    for bound in bound_checks.mechanism_bounds(mechanism, data, dataset.bounds, eta):
         if scale != 1.0:
             bound = dataclasses.replace(
                 bound, value=bound.value * scale, abs_error=bound.abs_error * scale
@@ -162,13 +164,13 @@ def evaluate(
     ``scale`` multiplies every bound before the check (1 for the real check; a
     value below 1 makes the bounds deliberately too tight, to see them fail).
     """
-    theory.check_eta(eta)
+    core_bounds.check_eta(eta)
     if results.estimates is None:
         raise ReportError(f"{results.directory}: the results were read without their estimates")
     estimates = results.estimates["estimates"]
     datasets = {d.id: d for d in plan.datasets}
     entries = {m.label: m for m in plan.mechanisms}
-    bounded = [m.label for m in plan.mechanisms if theory.declares_bounds(m.cls)]
+    bounded = [m.label for m in plan.mechanisms if bound_checks.declares_bounds(m.cls)]
     summary = median_rows(results.summary)
     rows = summary.loc[summary["mechanism"].isin(bounded) & (summary["status"] == "ok")]
     records = []
@@ -252,7 +254,7 @@ def _cells(r: Any) -> list[str]:
     return [
         r.mechanism,
         theory.BOUND_NAMES.get(r.bound, r.bound),
-        "rank error" if r.quantity == theory.RANK_ERROR else "|M − T|",
+        "rank error" if r.quantity == core_bounds.RANK_ERROR else "|M − T|",
         r.dataset,
         f"{r.epsilon:g}",
         f"{r.coverage:.4f} ({r.trials})",
@@ -303,7 +305,7 @@ def write_outputs(rows: pd.DataFrame, table: pd.DataFrame, out_dir: Path, eta: f
 def parse_eta(text: str) -> float:
     """``--eta``: a number in (0, 1)."""
     try:
-        return theory.check_eta(float(text))
+        return core_bounds.check_eta(float(text))
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -312,7 +314,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``duff-plot bounds``."""
     results_arguments(parser, "run directory with estimates.npz")
     parser.add_argument(
-        "--eta", type=parse_eta, default=theory.DEFAULT_ETA, help="failure probability η"
+        "--eta", type=parse_eta, default=core_bounds.DEFAULT_ETA, help="failure probability η"
     )
     parser.add_argument(
         "--scale",

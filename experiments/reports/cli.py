@@ -32,14 +32,14 @@ matplotlib.use("Agg")  # files only, no display: before any pyplot import below
 
 from experiments.reports import (
     bounds_coverage,
-    figure1,
-    figure2,
-    intervals,
     peers_table,
     quantiles,
     study,
     trimmed_mean_hypothesis,
 )
+from experiments.reports.figure1 import command as figure1
+from experiments.reports.figure2 import command as figure2
+from experiments.reports.intervals import command as intervals
 from experiments.reports.selection import INPUT_ERRORS
 
 

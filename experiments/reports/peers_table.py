@@ -5,7 +5,7 @@ Usage::
 
     duff-plot peers RESULTS_DIR [--out PATH] [--pair A:B ...]
 
-Input: a run of ``experiment=peers``, read by :func:`experiments.results_reader.load`.
+Input: a run of ``experiment=peers``, read by :func:`experiments.harness.results_reader.load`.
 Rows whose ``status`` is not ``"ok"`` are left out and counted in the output.
 
 Written to ``RESULTS_DIR/peers_table.md`` (or ``--out``) and printed:
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments import results_reader
+from experiments.harness import results_reader
 from experiments.reports.selection import median_rows
 from experiments.reports.tables import markdown_table
 

@@ -5,7 +5,7 @@ Usage::
     duff-plot quantiles RESULTS_DIR [--out DIR]
 
 Input: a run of ``experiment=quantiles`` (statistics ``quantile(α)``), read by
-:func:`experiments.results_reader.load`; rows whose ``status`` is not ``"ok"``
+:func:`experiments.harness.results_reader.load`; rows whose ``status`` is not ``"ok"``
 are left out and counted.  Errors of one row are the means over its trials of
 ``|T(S) − M(S)|`` and of the rank error (points strictly between ``T(S)`` and
 ``M(S)``; Gillenwater, Joseph & Kulesza, "Differentially private quantiles");
@@ -31,7 +31,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments import results_reader
+from experiments.harness import results_reader
 from experiments.reports import style
 from experiments.reports.selection import ReportError, results_arguments, split_failed
 from experiments.reports.tables import markdown_table, three_digits

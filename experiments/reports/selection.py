@@ -1,6 +1,6 @@
 """The rows of a results directory a report draws, and the error a report refuses input with.
 
-Every report reads a results directory through :func:`experiments.results_reader.load`
+Every report reads a results directory through :func:`experiments.harness.results_reader.load`
 (the one validating reader) and then narrows its ``summary`` here: the rows of
 the median (:func:`median_rows`) and, among them, the rows that succeeded
 (:func:`split_failed`).  Every report command takes the same first arguments
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments import results_reader
+from experiments.harness import results_reader
 
 MEDIAN = "median"
 

@@ -9,7 +9,7 @@ is not ``"ok"`` are left out and counted.
 A *cell* is the mean of the metric over the replicates (and, for the Vertebral
 Column, the subsets) of one dataset, per mechanism and ε.  Where a mechanism may
 answer "no result" (⊥), its metric is over the answered trials (the
-``summary.csv`` convention, :mod:`experiments.metrics`) and the table gives the
+``summary.csv`` convention, :mod:`experiments.harness.metrics`) and the table gives the
 answer rate beside it: an error over answered trials alone flatters a mechanism
 that refuses the hard datasets.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from experiments import results_reader
+from experiments.harness import results_reader
 from experiments.reports import style
 from experiments.reports.selection import ReportError, results_arguments, split_failed
 from experiments.reports.tables import markdown_table, three_digits

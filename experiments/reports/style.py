@@ -28,7 +28,7 @@ follows from the data of the run, never from the label's spelling:
   ``hash``), so it looks the same in every figure and every run.
 
 :func:`palette` builds the :class:`Palette` of a results directory (read by
-:func:`experiments.results_reader.load`).  :func:`save_figure` writes every
+:func:`experiments.harness.results_reader.load`).  :func:`save_figure` writes every
 figure the same way: PNG at :data:`DPI` and a PDF without a creation date, so
 redrawing the same results gives the same files.
 """
@@ -49,8 +49,8 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 
+from experiments.harness.results_reader import MechanismInfo, Results
 from experiments.reports.families import FAMILIES, Family
-from experiments.results_reader import MechanismInfo, Results
 
 DPI = 150
 REPLACE_ONE = "replace_one"

@@ -1,7 +1,7 @@
 """``duff-plot trimmed-median``: is the Duff paper's LaplaceLN a trimmed mean scored as a median?
 
 The Duff paper's Figure 1 quotes LaplaceLN / Duff error ratios on N(0, 1) of 4×
-at ε = 0.1 rising to 15× at ε = 2 (:data:`experiments.reports.figure1_data.PAPER_RATIOS`),
+at ε = 0.1 rising to 15× at ε = 2 (:data:`experiments.reports.figure1.data.PAPER_RATIOS`),
 the opposite trend of every smooth-sensitivity *median* mechanism we run.  Bun &
 Steinke's headline use of Laplace-log-normal noise ("Average-Case Averages:
 Private Algorithms for Smooth Sensitivity and Mean Estimation") is the trimmed
@@ -14,7 +14,7 @@ Input: a run of ``experiment=trimmed_mean_hypothesis`` with ``keep_estimates``:
 ``duff`` on the median and trimmed-mean mechanisms on the mean, on the same
 datasets.  For each trimmed-mean row, the data of its replicate are drawn again
 from the run's config (the numbers depend only on the config:
-:mod:`experiments.seeding`), clipped to the bounds, and its estimates are scored
+:mod:`experiments.base.seeding`), clipped to the bounds, and its estimates are scored
 against the **lower median** of those data: ``mean_t |median(S) − M_t(S)|``.
 The ratio to Duff is a ratio of means over the replicates, as in Figure 1.
 
@@ -31,13 +31,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments import results_reader
-from experiments.plan import build_plan
+from experiments.harness import results_reader
+from experiments.harness.plan import build_plan
 from experiments.reports import style
-from experiments.reports.figure1_data import PAPER_RATIOS
+from experiments.reports.figure1.data import PAPER_RATIOS
 from experiments.reports.selection import ReportError, results_arguments, split_failed
 from experiments.reports.tables import markdown_table, three_digits
-from mechanisms.base import lower_median, sorted_bounded
+from mechanisms.core.data import lower_median, sorted_bounded
 
 HELP = "LaplaceLN trimmed means scored against the median (the paper's LaplaceLN line?)"
 README_START, README_END = "<!-- readme -->", "<!-- /readme -->"

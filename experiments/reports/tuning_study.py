@@ -14,7 +14,7 @@ dataset (the same data, seed 2020), under both smooth sensitivities (NRS07's rep
 formula and the exact add/remove one):
 
 * SmoothSens_ε,δ (Duff paper, Prop. 2: ε ≥ α + (e^β − 1) log(1/δ) − β, α at equality)
-  with β the exact minimiser of SS_β/α (``mechanisms.smooth_laplace``), or the best of a
+  with β the exact minimiser of SS_β/α (``mechanisms.median.smooth_laplace``), or the best of a
   coarse grid: 20 log-spaced β in [1e−4, 1], the feasible ones (α > 0);
 * LaplaceLN (Bun & Steinke 2019, §3.1) as the paper describes it (ε²/2-zCDP, t and σ
   optimal), with ε read as the zCDP ρ (CDP parameter √(2ε)), calibrated to exactly
@@ -36,13 +36,15 @@ from pathlib import Path
 import numpy as np
 
 import mechanisms
-from experiments.conf_files import CONF_DIR, load_entry
-from experiments.datasets import build_datasets
-from mechanisms.base import Neighbouring, lower_median
-from mechanisms.laplace_ln import StandardLaplaceLogNormal, optimal_sigma
-from mechanisms.noise import AdditiveNoiseRelease, StandardLaplace, StandardNoise
-from mechanisms.smooth_laplace import alpha_at
-from mechanisms.smooth_sensitivity import MedianSmoothSensitivity
+from experiments.data.datasets import build_datasets
+from experiments.harness.conf_files import CONF_DIR, load_entry
+from mechanisms.core.data import lower_median
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.median.smooth_laplace import alpha_at
+from mechanisms.noise.additive import AdditiveNoiseRelease
+from mechanisms.noise.laws import StandardLaplace, StandardLaplaceLogNormal, StandardNoise
+from mechanisms.smooth.laplace_ln_tuning import optimal_sigma
+from mechanisms.smooth.sensitivity import MedianSmoothSensitivity
 
 SEED = 2020  # Figure 1's seed: the same datasets
 N = 1000

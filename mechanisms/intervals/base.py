@@ -1,6 +1,6 @@
 """Confidence intervals for the median: the interface every interval method implements.
 
-Shape (as :mod:`mechanisms.base`, after ``scipy.stats`` frozen distributions): an
+Shape (as :mod:`mechanisms.core.interface`, after ``scipy.stats`` frozen distributions): an
 :class:`IntervalMechanism` is configured once from ε (δ where used), the
 miscoverage ``alpha`` (level ``1 − α``) and its options;
 ``method.release(data, bounds)`` bounds the data by clipping to ``[a, b]``, sorts
@@ -20,7 +20,8 @@ proven).  ``release.coverage(t)`` is conditional on the dataset; averaging it ov
 datasets drawn from a distribution whose median is ``t`` gives the coverage.
 
 Conventions shared with the point mechanisms: data and bounds go through
-:func:`mechanisms.validation.check_data` and :func:`mechanisms.validation.check_bounds`, the
+:func:`mechanisms.core.validation.check_data` and
+:func:`mechanisms.core.validation.check_bounds`, the
 data are bounded by clipping, the empty dataset is valid input, and errors
 depend only on public inputs (ε, δ, α, options, bounds).  Methods whose target
 ranks depend on ``n`` treat ``n`` as public: their guarantee is for replace-one
@@ -35,9 +36,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from mechanisms.base import Mechanism, Neighbouring, OutputDistribution, Release, lower_median
-from mechanisms.quantile_em import check_alpha
-from mechanisms.validation import check_delta, check_epsilon, check_rng, check_size
+from mechanisms.core.data import lower_median
+from mechanisms.core.guarantee import Neighbouring
+from mechanisms.core.interface import Mechanism, OutputDistribution, Release
+from mechanisms.core.quantiles import check_alpha
+from mechanisms.core.validation import check_delta, check_epsilon, check_rng, check_size
 
 POPULATION_MEDIAN = "population median of i.i.d. data"
 """Target: any median ``m`` of the distribution the i.i.d. data are drawn from

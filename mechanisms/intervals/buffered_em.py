@@ -38,7 +38,7 @@ depends only on the public ``n``).
 ``B <= k``, ``A >= k``, ``A < k < B`` one checks ``|#{z_i < y} − k| = dist(k, [A, B])``.
 So this EM is the quantile EM of "The Exponential Mechanism for Medians" (eq. 2.2,
 ``α·N = k``, replace-one ``Δu = 1``) run on ``z`` over ``[a − θ, b + θ]``, sampled
-exactly by :class:`mechanisms.sampling.PiecewiseUniformRelease` with gap scores
+exactly by :class:`mechanisms.sampling.piecewise.PiecewiseUniformRelease` with gap scores
 ``−κ|i − k|``, ``κ = ε_e/2``.  (``u_k(y)`` is also at least the quantile EM's
 utility at every ``y'`` within ``θ`` of ``y``, the θ-approximation of the inverse
 sensitivity utility of Asi & Duchi, "Instance-optimality in differential privacy
@@ -88,7 +88,8 @@ from typing import ClassVar
 import numpy as np
 from scipy import stats
 
-from mechanisms.base import Guarantee, Neighbouring
+from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.validation import check_open_unit
 from mechanisms.intervals.base import (
     IndependentEndpoints,
     IntervalMechanism,
@@ -96,8 +97,7 @@ from mechanisms.intervals.base import (
     ShiftedRelease,
     whole_range,
 )
-from mechanisms.sampling import PiecewiseUniformRelease, score_epsilon
-from mechanisms.validation import check_open_unit
+from mechanisms.sampling.piecewise import PiecewiseUniformRelease, score_epsilon
 
 DEFAULT_GRANULARITY = 1e-3
 """Default buffer ``θ/(b − a)``: ``ρ = 500``, so ``ln ρ ≈ 6.2`` ranks per unit of κ."""

@@ -46,9 +46,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from mechanisms.core.registration import register
 from mechanisms.intervals.base import GUARANTEED, POPULATION_MEDIAN
 from mechanisms.intervals.buffered_em import BufferedEMInterval, failure_bound
-from mechanisms.registry import register
 
 
 @lru_cache(maxsize=1024)

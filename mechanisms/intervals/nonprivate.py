@@ -36,7 +36,9 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from mechanisms.base import Guarantee, Neighbouring
+from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.registration import register
+from mechanisms.core.validation import check_integer
 from mechanisms.intervals.base import (
     IndependentEndpoints,
     IntervalMechanism,
@@ -44,8 +46,6 @@ from mechanisms.intervals.base import (
     PointMass,
     whole_range,
 )
-from mechanisms.registry import register
-from mechanisms.validation import check_integer
 
 
 def binomial_half_cdf(n: int) -> np.ndarray:

@@ -40,10 +40,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from mechanisms.core.registration import register
 from mechanisms.intervals.base import GUARANTEED, POPULATION_MEDIAN
 from mechanisms.intervals.buffered_em import BufferedEMInterval
 from mechanisms.intervals.nonprivate import binomial_half_cdf
-from mechanisms.registry import register
 
 
 @lru_cache(maxsize=1024)

@@ -8,7 +8,7 @@ estimates.
 
 The method.  Each data point is assigned to one of ``k`` blocks independently and
 uniformly at random (the assignment never looks at the values); the estimator
-(any :class:`mechanisms.base.Mechanism` that estimates the median, at its full ε)
+(any :class:`mechanisms.core.interface.Mechanism` that estimates the median, at its full ε)
 is run once on each block, giving ``e_1, ..., e_k``; the interval is
 ``[e_(l), e_(k+1−l)]`` clipped to ``[a, b]``, with ``l`` the sign-test rank of
 :mod:`mechanisms.intervals.nonprivate` for ``k`` values.
@@ -44,7 +44,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Mechanism
+from mechanisms.core.guarantee import Guarantee
+from mechanisms.core.interface import Mechanism
+from mechanisms.core.registration import configure, register, resolve
+from mechanisms.core.validation import check_integer, check_rng, check_size
 from mechanisms.intervals.base import (
     APPROXIMATE,
     POPULATION_MEDIAN,
@@ -52,8 +55,6 @@ from mechanisms.intervals.base import (
     IntervalRelease,
 )
 from mechanisms.intervals.nonprivate import order_statistic_coverage, sign_test_rank
-from mechanisms.registry import configure, register, resolve
-from mechanisms.validation import check_integer, check_rng, check_size
 
 DEFAULT_BLOCKS = 10
 """Default ``k`` (sign-test pair ``(2, 9)``, nominal 0.9785 at α = 0.05), chosen on
@@ -106,7 +107,7 @@ class SubsampleAggregate(IntervalMechanism):
 
     Options: ``estimator``, a registered mechanism name or the class path
     ``package.module.ClassName`` of one (configured with this method's ε and δ),
-    or a :class:`mechanisms.base.Mechanism` whose ε and δ equal this method's
+    or a :class:`mechanisms.core.interface.Mechanism` whose ε and δ equal this method's
     (:meth:`wrapping` takes them from it); ``blocks``, the number ``k`` of blocks
     (at least ``log2(2/α)`` so that a sign-test pair exists; default
     :data:`DEFAULT_BLOCKS`).  ``requires_delta`` and the neighbouring relation

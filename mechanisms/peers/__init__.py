@@ -22,7 +22,7 @@ from importlib.util import find_spec
 from types import ModuleType
 from typing import ClassVar
 
-from mechanisms.base import Mechanism, Release
+from mechanisms.core.interface import Mechanism, Release
 
 EXTRA = "peers"
 

@@ -10,9 +10,9 @@ the output density on gap ``i`` is
 
     ∝ exp(ε_lib · u_i / 2),                                         (eq. 2.2)
 
-the continuous quantile EM, which :mod:`mechanisms.quantile_em` implements
+the continuous quantile EM, which :mod:`mechanisms.median.quantile_em` implements
 with ``neighbours="replace_one"`` (``Δu = 1``).  The adapter's :meth:`cdf` is
-that density's exact cdf (:class:`mechanisms.sampling.PiecewiseUniformRelease`,
+that density's exact cdf (:class:`mechanisms.sampling.piecewise.PiecewiseUniformRelease`,
 with the library's float ``alpha·k``); :meth:`sample` calls the library, one
 call per estimate, seeded from the ``rng`` it is given.
 
@@ -40,12 +40,13 @@ import math
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Release, check_neighbours
+from mechanisms.core.guarantee import Guarantee, check_neighbours
+from mechanisms.core.interface import Release
+from mechanisms.core.quantiles import check_alpha, quantile_value, sensitivity
+from mechanisms.core.registration import register
+from mechanisms.core.validation import check_rng, check_size
 from mechanisms.peers import PeerMechanism, require
-from mechanisms.quantile_em import check_alpha, quantile_value, sensitivity
-from mechanisms.registry import register
-from mechanisms.sampling import PiecewiseUniformRelease
-from mechanisms.validation import check_rng, check_size
+from mechanisms.sampling.piecewise import PiecewiseUniformRelease
 
 MIN_WIDTH = 1e-5
 """diffprivlib widens bounds narrower than this (``check_bounds(min_separation=1e-5)``)."""

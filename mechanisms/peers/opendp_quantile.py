@@ -31,7 +31,7 @@ is ε-DP by the exponential-mechanism theorem (McSherry & Talwar; bounded range
 gives the ρ).  The adapter sets ``scale = 2·max(num, den - num)/(den·ε)``, so the
 candidate weights are ``exp(-ε·|g'|/(2·max(alpha', 1 - alpha')))`` with
 ``alpha' = num/den``: for an exactly represented alpha, exactly
-:mod:`mechanisms.quantile_em` with ``neighbours="add_remove"``, restricted to the
+:mod:`mechanisms.median.quantile_em` with ``neighbours="add_remove"``, restricted to the
 grid.  The adapter checks the library's own map (``measurement.map(1)``) against
 the stated guarantee at every release.
 
@@ -60,11 +60,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from mechanisms.base import Guarantee, Neighbouring, Release
+from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.interface import Release
+from mechanisms.core.quantiles import check_alpha, quantile_value
+from mechanisms.core.registration import register
+from mechanisms.core.validation import check_choice, check_integer, check_rng, check_size
 from mechanisms.peers import PeerMechanism, require
-from mechanisms.quantile_em import check_alpha, quantile_value
-from mechanisms.registry import register
-from mechanisms.validation import check_choice, check_integer, check_rng, check_size
 
 SELECTIONS = ("permute_and_flip", "exponential")
 ALPHA_DENOMINATOR = 10_000

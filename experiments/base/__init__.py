@@ -1,0 +1,1 @@
+"""The foundation of the experiments: identity-keyed seeds and atomic file writes."""

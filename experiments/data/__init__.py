@@ -1,0 +1,1 @@
+"""Datasets: synthetic laws, the packaged real data and plug-in datasets."""

@@ -1,0 +1,1 @@
+"""The accuracy regression gate: baseline, verdicts."""

@@ -1,0 +1,1 @@
+"""The sweep harness: configuration, plan, work units, supervised execution, results."""

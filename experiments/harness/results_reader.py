@@ -1,0 +1,307 @@
+"""One validating reader of a results directory: ``run.json``, ``summary.csv``, ``estimates.npz``.
+
+:func:`load` reads what the harness wrote (formats: :mod:`experiments.harness.results`)
+and refuses, with one :class:`ResultsError` naming the file, what it did not
+write whole:
+
+* ``run.json``: a JSON object whose ``numbers`` hash to its ``config_hash`` and
+  name the plan (datasets with their replicates, mechanism entries, ε);
+* ``summary.csv``: exactly the columns :data:`experiments.harness.results.SUMMARY_COLUMNS`,
+  every line complete (a file cut in the middle of a line, or of its last field,
+  is truncated), every value of its column's type, and one row per cell of the
+  plan, ``datasets × replicates × statistics × mechanisms × ε``, no more and no fewer;
+  ``status == "ok"`` rows have finite, non-negative errors;
+* ``estimates.npz`` (when asked for): a ``rows × trials`` matrix whose identity
+  arrays (:data:`experiments.harness.results.ESTIMATE_KEYS`) repeat the summary's rows.
+
+Float columns are parsed by :class:`float` from their text
+(:mod:`experiments.harness.csv_tables`), so every number is the one the harness wrote,
+bit for bit (the regression gate relies on it).
+
+Usage::
+
+    results = load(Path("results/figure1/2024-01-01_00-00-00"))
+    results.summary            # typed DataFrame, plan-complete
+    results.mechanisms["duff"] # registry name, options, takes_delta of a label
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from experiments.harness.csv_tables import (
+    Check,
+    ResultsError,
+    TableSpec,
+    at_least,
+    check_rows,
+    finite,
+    parse_table,
+)
+from experiments.harness.interval_metrics import INTERVAL_METRICS
+from experiments.harness.results import (
+    ESTIMATE_KEYS,
+    ESTIMATES_FILE,
+    RUN_FILE,
+    SUMMARY_COLUMNS,
+    SUMMARY_FILE,
+)
+from experiments.harness.run_manifest import (
+    KEY,
+    MechanismInfo,
+    expected_cells,
+    plan_mechanisms,
+    read_manifest,
+    statistic_kinds,
+)
+from mechanisms.core.validation import check_integer
+from mechanisms.statistics import MedianInterval
+
+TEXT_COLUMNS = (
+    "dataset",
+    "subset",
+    "mechanism",
+    "registry_name",
+    "statistic",
+    "neighbouring",
+    "status",
+)
+INT_COLUMNS = ("replicate", "n", "trials")
+BOOL_COLUMNS = ("private", "guarantee_met")
+FLOAT_COLUMNS = tuple(
+    c for c in SUMMARY_COLUMNS if c not in (*TEXT_COLUMNS, *INT_COLUMNS, *BOOL_COLUMNS)
+)
+"""Every other column of ``summary.csv`` is a number (a new text column must be named
+in :data:`TEXT_COLUMNS`, or the reader refuses its values)."""
+
+
+@dataclass(frozen=True)
+class Results:
+    """A checked results directory."""
+
+    directory: Path
+    manifest: Mapping[str, Any]
+    """``run.json`` as written."""
+    summary: pd.DataFrame
+    """``summary.csv``, typed, one row per cell of the plan, in the file's order."""
+    mechanisms: Mapping[str, MechanismInfo]
+    """The plan's mechanism entries by label, in the plan's order."""
+    estimates: Mapping[str, np.ndarray] | None = None
+    """``estimates.npz`` (its ``estimates`` matrix row-aligned with ``summary``), if read."""
+
+    @property
+    def numbers(self) -> Mapping[str, Any]:
+        """What determines the numbers (``run.json``'s ``numbers``)."""
+        return self.manifest["numbers"]
+
+    @property
+    def config_hash(self) -> str:
+        """``run.json``'s ``config_hash`` (checked against its numbers)."""
+        return str(self.manifest["config_hash"])
+
+
+def rebuild_hint(results_dir: Path) -> str:
+    """The remedy for a broken summary or estimates file: rebuild it from the unit files."""
+    return f"rerun the experiment with results_dir={results_dir} to rebuild it from its unit files"
+
+
+# --------------------------------------------------------------------- summary.csv
+
+SUMMARY_SPEC = TableSpec(
+    "this harness's summary.csv", SUMMARY_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, BOOL_COLUMNS
+)
+ADDED_IN_FORMAT = {
+    4: ("answer_rate", "hit_rate", "mean_count_gap"),
+    5: INTERVAL_METRICS,
+}
+"""Columns each results format added: 4 the mode, the mean and ⊥; 5 the intervals."""
+
+
+def _spec_of_format(version: int) -> TableSpec:
+    """The ``summary.csv`` layout a results format wrote (earlier ones lack later columns)."""
+    later = {c for added, columns in ADDED_IN_FORMAT.items() if added > version for c in columns}
+    columns = tuple(c for c in SUMMARY_COLUMNS if c not in later)
+    return TableSpec(
+        f"a format-{version} summary.csv", columns, FLOAT_COLUMNS, INT_COLUMNS, BOOL_COLUMNS
+    )
+
+
+def _read_summary(path: Path, numbers: Mapping[str, Any]) -> pd.DataFrame:
+    """``summary.csv`` in the layout of its run's format; an earlier format's file gains the
+    columns it lacks, as NaN (no interval rows before format 5), except ``answer_rate``,
+    which is 1 on the ok rows of format 3 (every mechanism then answered every trial)."""
+    version = numbers.get("format")
+    if version not in (3, 4):
+        return parse_table(path, SUMMARY_SPEC)
+    summary = parse_table(path, _spec_of_format(version))
+    for column in SUMMARY_COLUMNS:
+        if column not in summary:
+            summary[column] = np.nan
+    if version == 3:
+        summary["answer_rate"] = np.where(summary["status"] == "ok", 1.0, np.nan)
+    return summary[["line", *SUMMARY_COLUMNS]]
+
+
+ROW_CHECKS: tuple[Check, ...] = (
+    ("status", "empty", lambda f: f["status"] != ""),
+    ("lower", "not finite", lambda f: finite(f, "lower")),
+    (
+        "upper",
+        "not a finite number >= lower",
+        lambda f: finite(f, "upper") & (f["upper"] >= f["lower"]),
+    ),
+    at_least("delta"),
+    ("trials", "below 1", lambda f: f["trials"] >= 1),
+    ("n", "negative", lambda f: f["n"] >= 0),
+)
+"""Checks of every row of ``summary.csv``."""
+
+OK_CHECKS: tuple[Check, ...] = (
+    ("true_value", "not finite", lambda f: finite(f, "true_value")),
+    (
+        "answer_rate",
+        "not in [0, 1]",
+        lambda f: (f["answer_rate"] >= 0) & (f["answer_rate"] <= 1),
+    ),
+    (
+        "mean_abs_error",
+        "not NaN although no trial was answered",
+        lambda f: (f["answer_rate"] > 0) | f["mean_abs_error"].isna(),
+    ),
+)
+"""Checks of the rows with ``status == "ok"``."""
+
+ANSWERED_CHECKS: tuple[Check, ...] = (
+    at_least("mean_abs_error"),
+    at_least("rmse"),
+    ("mean_error", "not finite", lambda f: finite(f, "mean_error")),
+)
+"""Checks of the ok point-estimate rows with at least one answer (not ⊥): their errors are
+defined."""
+
+INTERVAL_CHECKS: tuple[Check, ...] = (
+    ("coverage", "not in [0, 1]", lambda f: (f["coverage"] >= 0) & (f["coverage"] <= 1)),
+    at_least("mean_width"),
+    at_least("nonprivate_width"),
+)
+"""Checks of the ok rows of confidence intervals (:mod:`experiments.harness.interval_metrics`)."""
+
+
+def check_cells(
+    frame: pd.DataFrame, expected: pd.DataFrame, mechanisms: Mapping[str, MechanismInfo], path: Path
+) -> None:
+    """One row per cell of the plan (``expected``), each with its entry's registry name."""
+    keys = pd.MultiIndex.from_frame(frame[list(KEY)])
+    duplicated = keys.duplicated()
+    if duplicated.any():
+        line = int(frame.loc[duplicated, "line"].iloc[0])
+        raise ResultsError(f"{path}: line {line} repeats the cell of an earlier row")
+    planned = pd.MultiIndex.from_frame(expected)
+    missing, extra = planned.difference(keys, sort=False), keys.difference(planned, sort=False)
+    if len(missing) or len(extra):
+        parts = [f"{len(frame)} rows where run.json's plan has {len(planned)}"]
+        if len(missing):
+            parts.append(f"{len(missing)} missing (e.g. {_cell_name(missing[0])})")
+        if len(extra):
+            parts.append(f"{len(extra)} not in the plan (e.g. {_cell_name(extra[0])})")
+        raise ResultsError(f"{path}: {'; '.join(parts)}; {rebuild_hint(path.parent)}")
+    names = frame["mechanism"].map({label: m.name for label, m in mechanisms.items()})
+    wrong = frame["registry_name"] != names
+    if wrong.any():
+        row = frame.loc[wrong].iloc[0]
+        raise ResultsError(
+            f"{path}: line {row['line']}: registry_name {row['registry_name']!r} is not "
+            f"{names[wrong].iloc[0]!r}, the name run.json gives label {row['mechanism']!r}"
+        )
+
+
+def _cell_name(key: tuple) -> str:
+    dataset, subset, replicate, statistic, label, epsilon = key
+    where = f"{dataset}/{subset}" if subset else dataset
+    return f"{where} replicate {replicate} {statistic} {label} ε={epsilon:g}"
+
+
+# ------------------------------------------------------------------ estimates.npz
+
+
+def read_estimates(path: Path, summary: pd.DataFrame, trials: int) -> dict[str, np.ndarray]:
+    """``estimates.npz``, checked to hold ``trials`` estimates for each row of ``summary``."""
+    if not path.is_file():
+        raise ResultsError(
+            f"{path}: no such file; the per-trial estimates are kept only by a run with "
+            "keep_estimates=true"
+        )
+    try:
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as stored:
+            arrays = {key: stored[key] for key in (*ESTIMATE_KEYS, "estimates")}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        hint = rebuild_hint(path.parent)
+        raise ResultsError(f"{path}: unreadable ({err}); {hint}") from None
+    shape = (len(summary), trials)
+    if arrays["estimates"].shape != shape or arrays["estimates"].dtype != np.float64:
+        raise ResultsError(
+            f"{path}: estimates of shape {arrays['estimates'].shape} do not match the "
+            f"{shape[0]} rows × {trials} trials of {SUMMARY_FILE}; {rebuild_hint(path.parent)}"
+        )
+    for key in ESTIMATE_KEYS:
+        if not _same_column(arrays[key], summary[key].to_numpy()):
+            raise ResultsError(
+                f"{path}: its {key} column differs from {SUMMARY_FILE}'s (rows misaligned); "
+                f"{rebuild_hint(path.parent)}"
+            )
+    return arrays
+
+
+def _same_column(stored: np.ndarray, expected: np.ndarray) -> bool:
+    """Whether an identity array of ``estimates.npz`` repeats a summary column (NaN = NaN)."""
+    if stored.shape != expected.shape:
+        return False
+    try:
+        if expected.dtype.kind == "f":
+            return np.array_equal(stored.astype(np.float64), expected, equal_nan=True)
+        return bool((stored.astype(str) == expected.astype(str)).all())
+    except (TypeError, ValueError):
+        return False
+
+
+# -------------------------------------------------------------------------- load
+
+
+def load(results_dir: Path, *, estimates: bool = False) -> Results:
+    """Read and check ``results_dir`` (and its ``estimates.npz`` if ``estimates``)."""
+    results_dir = Path(results_dir)
+    run_path, summary_path = results_dir / RUN_FILE, results_dir / SUMMARY_FILE
+    manifest = read_manifest(run_path)
+    numbers = manifest["numbers"]
+    described = manifest.get("mechanisms")
+    display_names = {
+        str(m.get("label")): str(m.get("display_name") or "")
+        for m in (described if isinstance(described, list) else [])
+        if isinstance(m, dict)
+    }
+    mechanisms = plan_mechanisms(numbers, run_path, display_names)
+    expected = expected_cells(numbers, mechanisms, run_path)
+    summary = _read_summary(summary_path, numbers)
+    check_cells(summary, expected, mechanisms, summary_path)
+    check_rows(summary, ROW_CHECKS, summary_path)
+    ok = summary.loc[summary["status"] == "ok"]
+    check_rows(ok, OK_CHECKS, summary_path)
+    interval = ok["statistic"].map(statistic_kinds(numbers)) == MedianInterval.kind
+    check_rows(ok.loc[(ok["answer_rate"] > 0) & ~interval], ANSWERED_CHECKS, summary_path)
+    check_rows(ok.loc[interval], INTERVAL_CHECKS, summary_path)
+    summary = summary.drop(columns="line")
+    arrays = None
+    if estimates:
+        try:
+            trials = check_integer(numbers.get("trials"), "numbers.trials", minimum=1)
+        except ValueError as err:
+            raise ResultsError(f"{run_path}: {err}") from None
+        arrays = read_estimates(results_dir / ESTIMATES_FILE, summary, trials)
+    return Results(results_dir, manifest, summary, mechanisms, arrays)

@@ -1,0 +1,246 @@
+"""Run work units in worker processes so that no mechanism can stop the sweep.
+
+A work unit runs in a worker process (loky, joblib's process pool; or a Dask
+cluster).  Whatever the mechanism does, the unit ends with a unit file:
+
+* an exception of any kind, ``SystemExit`` and ``KeyboardInterrupt`` included,
+  or a unit past its time limit interrupted in the worker: recorded by the
+  worker itself (:mod:`experiments.harness.unit`);
+* the worker process dies (``os._exit``, a segfault, the out-of-memory killer):
+  every unit that was in flight is rerun *alone* in a fresh worker, so the one
+  that kills its worker again is identified and recorded as failed with the
+  worker's exit code, and the innocent ones complete;
+* the unit hangs where the worker's own timer cannot reach (C code that never
+  returns to the interpreter): after ``timeout + HARD_LIMIT_GRACE`` seconds the
+  pool is killed, the unit recorded as timed out, the others rerun.
+
+At most one unit per worker is in flight, so the time since submission is the
+time a unit has been running, and a crash involves at most ``workers`` units.
+
+Workers ignore SIGINT (Ctrl-C reaches the whole process group; only the main
+process reacts, and ends the workers) and exit by themselves within a second
+when the main process disappears (``kill -9``), instead of lingering.
+
+Under ``backend=dask`` the cluster runs the units on its worker threads: a
+dead Dask worker is reported by the scheduler for its own unit, and a unit past
+its hard limit is recorded and cancelled, though its thread cannot be stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import wait as wait_futures
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import suppress
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Protocol
+
+HARD_LIMIT_GRACE = 5.0
+"""Seconds past a unit's timeout before its worker is killed from outside."""
+POLL_SECONDS = 0.5
+PARENT_CHECK_SECONDS = 1.0
+
+
+@dataclass
+class Task:
+    """One unit to run: ``function(*arguments)`` in a worker; ``key`` names it to callbacks."""
+
+    key: Any
+    function: Callable[..., Any]
+    arguments: tuple[Any, ...]
+    started: float = field(default=0.0, compare=False)
+
+
+class Pool(Protocol):
+    """Where tasks run: a loky process pool or a Dask cluster."""
+
+    crashes: tuple[type[BaseException], ...]
+
+    def submit(self, task: Task) -> Any: ...
+    def wait(self, futures: Sequence[Any], timeout: float) -> set[Any]: ...
+    def kill(self) -> None: ...
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_CHECK_SECONDS)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _ready(_: int) -> int:
+    return os.getpid()
+
+
+def _init_worker(parent: int, modules: tuple[str, ...]) -> None:
+    """In each loky worker: leave Ctrl-C to the main process; die with it; import the
+    mechanisms' modules up front, so that no unit's time limit pays for the imports."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    for module in modules:
+        with suppress(Exception):  # the unit that needs the module records the error
+            import_module(module)
+
+
+class LokyPool:
+    """joblib's loky process pool of ``workers`` processes, replaced after a crash;
+    each worker imports ``modules`` when it starts."""
+
+    crashes: tuple[type[BaseException], ...] = (BrokenProcessPool,)
+
+    def __init__(self, workers: int, modules: Sequence[str] = ()) -> None:
+        self.workers, self.modules = workers, tuple(modules)
+        self._executor: Any = None
+
+    def _get(self) -> Any:
+        from joblib.externals.loky import get_reusable_executor
+
+        if self._executor is None:
+            self._executor = get_reusable_executor(
+                max_workers=self.workers,
+                initializer=_init_worker,
+                initargs=(os.getpid(), self.modules),
+                timeout=60,
+            )
+            # Started workers before the first unit, so that a unit's time since
+            # submission is its running time, not a worker's start-up.
+            list(self._executor.map(_ready, range(self.workers)))
+        return self._executor
+
+    def submit(self, task: Task) -> Future:
+        return self._get().submit(task.function, *task.arguments)
+
+    def wait(self, futures: Sequence[Future], timeout: float) -> set[Future]:
+        return set(wait_futures(futures, timeout=timeout, return_when=FIRST_COMPLETED).done)
+
+    def kill(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, kill_workers=True)
+            self._executor = None
+
+
+class DaskPool:
+    """The Dask cluster of ``client``: one future per task, on its worker threads."""
+
+    crashes: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def submit(self, task: Task) -> Any:
+        return self.client.submit(task.function, *task.arguments, pure=False)
+
+    def wait(self, futures: Sequence[Any], timeout: float) -> set[Any]:
+        from distributed import wait
+
+        try:
+            return set(wait(list(futures), timeout=timeout, return_when="FIRST_COMPLETED").done)
+        except TimeoutError:
+            return set()
+
+    def kill(self) -> None:
+        """Nothing to kill: a Dask worker thread cannot be stopped from outside."""
+
+
+@dataclass
+class Supervisor:
+    """Run tasks on ``pool`` with ``workers`` in flight; report each task's end once.
+
+    ``on_done(task)`` after a task's worker returned (it wrote its unit file);
+    ``on_failed(task, cause)`` when the supervisor must record the unit itself.
+    """
+
+    pool: Pool
+    workers: int
+    timeout: float | None
+    on_done: Callable[[Task], None]
+    on_failed: Callable[[Task, str], None]
+    pending: deque[Task] = field(default_factory=deque)
+    suspects: deque[Task] = field(default_factory=deque)
+    inflight: dict[Any, Task] = field(default_factory=dict)
+
+    def run(self, tasks: Sequence[Task]) -> None:
+        """Run every task to an end; on KeyboardInterrupt kill the workers and re-raise."""
+        self.pending.extend(tasks)
+        try:
+            while self.pending or self.suspects or self.inflight:
+                self._fill()
+                done = self.pool.wait(list(self.inflight), POLL_SECONDS)
+                for future in done:
+                    if future in self.inflight:
+                        self._finish(future)
+                self._enforce_hard_limit()
+        except BaseException:
+            self.pool.kill()
+            raise
+
+    def _fill(self) -> None:
+        """Submit tasks: suspects one at a time and alone, others up to ``workers``."""
+        if self.suspects:
+            if not self.inflight:
+                self._submit(self.suspects.popleft())
+            return
+        while self.pending and len(self.inflight) < self.workers:
+            self._submit(self.pending.popleft())
+
+    def _submit(self, task: Task) -> None:
+        task.started = time.monotonic()
+        self.inflight[self.pool.submit(task)] = task
+
+    def _finish(self, future: Any) -> None:
+        task = self.inflight.pop(future)
+        try:
+            future.result()
+        except self.pool.crashes as err:
+            self._crashed(task, err)
+            return
+        except Exception as err:  # the worker could not even run the unit: record it
+            self.on_failed(task, f"worker error: {type(err).__name__}: {err}")
+            return
+        self.on_done(task)
+
+    def _crashed(self, task: Task, err: BaseException) -> None:
+        """A worker died: the culprit is known if one unit was in flight; otherwise every
+        unit in flight becomes a suspect, to be rerun alone."""
+        batch = [task, *self.inflight.values()]
+        self.inflight.clear()
+        self.pool.kill()
+        if len(batch) == 1:
+            self.on_failed(task, f"worker died ({_death_cause(err)})")
+        else:
+            self.suspects.extend(batch)
+
+    def _enforce_hard_limit(self) -> None:
+        if self.timeout is None:
+            return
+        limit = self.timeout + HARD_LIMIT_GRACE
+        now = time.monotonic()
+        late = [(f, task) for f, task in self.inflight.items() if now - task.started > limit]
+        if not late:
+            return
+        self.pool.kill()
+        for future, task in late:
+            self.inflight.pop(future)
+            self.on_failed(
+                task,
+                f"timed out: the unit took longer than timeout = {self.timeout:g} s "
+                "and its worker was killed",
+            )
+        self.pending.extendleft(reversed(list(self.inflight.values())))
+        self.inflight.clear()
+
+
+def _death_cause(err: BaseException) -> str:
+    """The exit codes loky reports for a dead worker (``EXIT(4)``, ``SIGSEGV(-11)``), or
+    the error itself."""
+    text = " ".join(str(err).split())
+    codes = re.search(r"exit codes of the workers are \{([^}]*)\}", text)
+    return f"exit code {codes.group(1)}" if codes else f"{type(err).__name__}: {text}"

@@ -1,0 +1,1 @@
+"""The Duff paper's Figure 1: ``duff-plot figure1``."""

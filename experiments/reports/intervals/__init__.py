@@ -1,0 +1,1 @@
+"""Coverage and width of the median's confidence intervals: ``duff-plot intervals``."""

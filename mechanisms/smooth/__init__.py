@@ -1,0 +1,2 @@
+"""Smooth sensitivity (quantiles, median envelope, trimmed mean) and the tuning of its
+parameters."""
