@@ -221,7 +221,7 @@ def test_entries_without_target_keep_their_hash_fields() -> None:
         ("user_plugin_uniform.Missing", "'user_plugin_uniform' has no 'Missing'"),
         ("user_plugin_uniform.UniformRelease", "is not a subclass of Mechanism"),
         ("numpy.ndarray", "is not a subclass of Mechanism"),
-        ("mechanisms.Mechanism", "does not implement _release, guarantee"),
+        ("mechanisms.Mechanism", "does not implement _release"),
     ],
 )
 def test_bad_targets_are_config_errors(plugin_dir, target: str, message: str) -> None:
@@ -320,3 +320,17 @@ def test_an_entry_point_plugin_is_registered(plugin_dir, monkeypatch) -> None:
     assert "user_uniform" in mechanisms.available()
     made = mechanisms.make("user_uniform", epsilon=1.0)
     assert made.release(np.array([0.2, 0.4]), (0.0, 1.0)).cdf(0.5) == pytest.approx(0.5)
+
+
+def test_a_plugin_that_declares_no_guarantee_claims_none() -> None:
+    """A guarantee is never assumed: a class with neither ``guarantee_source`` nor its own
+    ``guarantee`` raises when asked for one, naming what to declare."""
+
+    class Undeclared(mechanisms.Mechanism[mechanisms.Release]):
+        name = "undeclared_guarantee"
+
+        def _release(self, sorted_x, lower, upper):  # pragma: no cover - never released
+            raise AssertionError
+
+    with pytest.raises(NotImplementedError, match="guarantee_source"):
+        _ = Undeclared(epsilon=1.0).guarantee

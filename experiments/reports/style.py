@@ -176,7 +176,8 @@ def tint(colour: str, amount: float = TINT) -> str:
 
 def style_of(kind: Kind) -> Style:
     """The display name, colour, line style and marker of a mechanism."""
-    family, name = kind.family, kind.display_name or kind.family.name
+    family = kind.family
+    name = family.name if kind.known else kind.display_name or family.name
     if kind.public_tuning:
         name += ", public tuning"
     elif not kind.private and not family.tuned and not kind.unguarded:

@@ -34,6 +34,7 @@ import numpy as np
 
 from mechanisms.core.data import bound_data
 from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.selection import OrderStatistics
 from mechanisms.core.validation import (
     check_bounds,
@@ -116,6 +117,11 @@ class Mechanism(ABC, Generic[ReleaseT]):
     may_refuse: ClassVar[bool] = False
     """Whether a release may answer ⊥ (a NaN in its sample; :class:`Release`)."""
 
+    figure: ClassVar[FigureStyle | None] = None
+    """Colour, marker and drawing order in figures and tables
+    (:mod:`mechanisms.core.presentation`); None: chosen from the run's label."""
+    figure_variants: ClassVar[tuple[FigureStyle, ...]] = ()
+    """Option values that make a separately named and drawn variant of this class."""
     family: ClassVar[str] = ""
     """Classes of one family (``"duff"``) share a configured name across statistics: the
     registry runs the family's class for the statistic asked for
@@ -145,10 +151,42 @@ class Mechanism(ABC, Generic[ReleaseT]):
             raise ValueError(f"delta: {self.name} does not use delta")
         return self.delta
 
+    guarantee_source: ClassVar[str] = ""
+    """What the guarantee rests on, by author and title (the ``source`` of
+    :attr:`guarantee`); a class whose source depends on its options overrides
+    :meth:`source` instead."""
+
+    def source(self) -> str:
+        """The ``source`` of :attr:`guarantee`: :attr:`guarantee_source` unless overridden."""
+        return self.guarantee_source
+
     @property
-    @abstractmethod
+    def tuned_on_data(self) -> bool:
+        """Whether this configuration chooses its parameters on the private data (the Duff
+        paper's "oracle" tuning), in which case its guarantee does not cover the release."""
+        return False
+
+    @property
     def guarantee(self) -> Guarantee:
-        """The privacy guarantee of every release of this mechanism."""
+        """The privacy guarantee of every release of this mechanism, from the class's
+        declaration: ε-DP, or (ε, δ)-DP for a class that ``requires_delta``, for
+        :attr:`neighbouring`, resting on :meth:`source` and flagged by
+        :attr:`tuned_on_data`.  A class whose guarantee is of another kind (zCDP, a wrapped
+        estimator's, none at all) overrides this property; one that declares no source
+        raises ``NotImplementedError`` (a guarantee is never assumed)."""
+        source = self.source()
+        if not source:
+            raise NotImplementedError(
+                f"{type(self).__qualname__} declares no guarantee: set the class attribute "
+                "guarantee_source (or override the guarantee property)"
+            )
+        return Guarantee(
+            epsilon=self.epsilon,
+            delta=self.required_delta if self.requires_delta else 0.0,
+            neighbouring=self.neighbouring,
+            data_dependent_tuning=self.tuned_on_data,
+            source=source,
+        )
 
     def release(self, data: object, bounds: object) -> ReleaseT:
         """Bound ``data`` to ``bounds = (a, b)`` and return the output distribution.

@@ -83,12 +83,10 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from functools import lru_cache
-from typing import ClassVar
 
 import numpy as np
 from scipy import stats
 
-from mechanisms.core.guarantee import Guarantee, Neighbouring
 from mechanisms.core.validation import check_open_unit
 from mechanisms.intervals.base import (
     IndependentEndpoints,
@@ -168,8 +166,6 @@ class BufferedEMInterval(IntervalMechanism):
     returns a ``k`` with ``F(k) <= α/2``, or ``None`` (the answer is then ``[a, b]``).
     """
 
-    source: ClassVar[str]
-
     def __init__(
         self,
         *,
@@ -191,15 +187,6 @@ class BufferedEMInterval(IntervalMechanism):
     def log_rho(self) -> float:
         """``ln ρ = ln(R/(2θ)) = −ln(2·granularity)``."""
         return -math.log(2.0 * self.granularity)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=Neighbouring.REPLACE_ONE,
-            source=self.source,
-        )
 
     @abstractmethod
     def lower_rank(self, n: int) -> int | None:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.intervals.base import GUARANTEED, POPULATION_MEDIAN
 from mechanisms.intervals.buffered_em import BufferedEMInterval, failure_bound
@@ -78,9 +79,10 @@ class DrechslerExpMech(BufferedEMInterval):
 
     name = "drechsler_expmech"
     display_name = "ExpMech (Drechsler et al.)"
+    figure = FigureStyle("#e7298a", "^", 18, fixed_neighbouring=True)
     target = POPULATION_MEDIAN
     coverage_claim = GUARANTEED
-    source = (
+    guarantee_source = (
         "Drechsler, Globus-Harris, McMillan, Sarathy & Smith, 'Nonparametric differentially "
         "private confidence intervals for the median', ExpMech: two exponential mechanisms "
         "at eps/2 each (utility sensitivity 1, replace-one neighbours), basic composition"

@@ -37,6 +37,7 @@ import numpy as np
 from scipy import stats
 
 from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.validation import check_integer
 from mechanisms.intervals.base import (
@@ -83,6 +84,7 @@ class NonPrivateOrderStatistic(IntervalMechanism):
 
     name = "nonprivate_order_statistic"
     display_name = "Non-private order statistics"
+    figure = FigureStyle("#333333", "o", 16, fixed_neighbouring=True)
     requires_epsilon = False
 
     @property

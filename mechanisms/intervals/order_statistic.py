@@ -40,6 +40,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.intervals.base import GUARANTEED, POPULATION_MEDIAN
 from mechanisms.intervals.buffered_em import BufferedEMInterval
@@ -72,9 +73,10 @@ class DPOrderStatistic(BufferedEMInterval):
 
     name = "dp_order_statistic"
     display_name = "DP order statistics (union bound)"
+    figure = FigureStyle("#1b9e77", "s", 17, fixed_neighbouring=True)
     target = POPULATION_MEDIAN
     coverage_claim = GUARANTEED
-    source = (
+    guarantee_source = (
         "two buffered rank exponential mechanisms (McSherry-Talwar, utility sensitivity 1 "
         "for replace-one neighbours) at eps/2 each, basic composition; ranks widened by the "
         "EM's rank-error bound (union bound, optimised split of alpha)"

@@ -46,6 +46,7 @@ import numpy as np
 
 from mechanisms.core.guarantee import Guarantee
 from mechanisms.core.interface import Mechanism
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import configure, register, resolve
 from mechanisms.core.validation import check_integer, check_rng, check_size
 from mechanisms.intervals.base import (
@@ -116,6 +117,7 @@ class SubsampleAggregate(IntervalMechanism):
 
     name = "subsample_aggregate"
     display_name = "Subsample and aggregate"
+    figure = FigureStyle("#7570b3", "D", 19, fixed_neighbouring=True)
     target = POPULATION_MEDIAN
     coverage_claim = APPROXIMATE
 

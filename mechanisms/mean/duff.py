@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from mechanisms.core.data import mean_value
-from mechanisms.core.guarantee import Guarantee, Neighbouring, check_neighbours
+from mechanisms.core.guarantee import Neighbouring, check_neighbours
 from mechanisms.core.interface import Mechanism, Release
 from mechanisms.core.registration import register
 from mechanisms.core.validation import check_choice
@@ -121,20 +121,15 @@ class DuffMean(Mechanism[Release]):
         self.neighbouring = check_neighbours(neighbours)
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def source(self) -> str:
         if self.neighbouring is Neighbouring.REPLACE_ONE:
-            source = (
+            return (
                 "inverse sensitivity mechanism for the mean (Asi & Duchi): exponential "
                 "mechanism with u = -(Hamming distance to a dataset with mean x), sensitivity 1"
             )
-        else:
-            source = (
-                "Duff paper: exponential mechanism (Def. 7) with the mean's u_d (Def. 8, "
-                "section 4.1), sensitivity 1 (Lemma 1)"
-            )
-        return Guarantee(
-            epsilon=self.epsilon, delta=0.0, neighbouring=self.neighbouring, source=source
+        return (
+            "Duff paper: exponential mechanism (Def. 7) with the mean's u_d (Def. 8, "
+            "section 4.1), sensitivity 1 (Lemma 1)"
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:

@@ -53,8 +53,9 @@ import numpy as np
 from scipy import special
 
 from mechanisms.core.data import mean_value
-from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.interface import Release
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.validation import check_rng, check_size
 from mechanisms.noise.additive import NoiseMechanism, Scale
@@ -260,11 +261,14 @@ class MeanNoiseMechanism(NoiseMechanism):
             clip=self.clip_output,
         )
 
-    def _source(self, calibration: str) -> str:
+    calibration: ClassVar[str]
+    """The noise and its calibration, named in the guarantee's source."""
+
+    def source(self) -> str:
         if self.neighbouring is Neighbouring.REPLACE_ONE:
-            return f"{calibration}, mean with public n, sensitivity (b - a)/n"
+            return f"{self.calibration}, mean with public n, sensitivity (b - a)/n"
         return (
-            f"{calibration} on the centred sum (sensitivity (b - a)/2) and the count "
+            f"{self.calibration} on the centred sum (sensitivity (b - a)/2) and the count "
             "(sensitivity 1), each with half the budget; the ratio is post-processing"
         )
 
@@ -275,20 +279,14 @@ class LaplaceMean(MeanNoiseMechanism):
 
     name = "laplace_mean"
     display_name = "Laplace mean"
+    figure = FigureStyle("#2ca02c", "^", 11)
     noise = StandardLaplace()
 
     def scale(self, epsilon: float, delta: float, sensitivity: float) -> Scale:
         """``sensitivity/ε`` (δ is not used)."""
         return Scale.ratio(sensitivity, epsilon)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=self.neighbouring,
-            source=self._source("Laplace mechanism"),
-        )
+    calibration = "Laplace mechanism"
 
 
 @register
@@ -297,6 +295,7 @@ class GaussianMean(MeanNoiseMechanism):
 
     name = "gaussian_mean"
     display_name = "Gaussian mean (analytic)"
+    figure = FigureStyle("#a6761d", "P", 12)
     requires_delta = True
     noise = StandardGaussian()
 
@@ -304,11 +303,4 @@ class GaussianMean(MeanNoiseMechanism):
         """The analytic Gaussian σ (Balle & Wang 2018, Theorem 8)."""
         return analytic_gaussian_scale(epsilon, delta, sensitivity)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=self.required_delta,
-            neighbouring=self.neighbouring,
-            source=self._source("analytic Gaussian mechanism (Balle & Wang 2018, Thm 8)"),
-        )
+    calibration = "analytic Gaussian mechanism (Balle & Wang 2018, Thm 8)"

@@ -64,8 +64,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mechanisms.core.data import mean_value
-from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.interface import Release
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.validation import check_choice, check_real
 from mechanisms.noise.additive import NoiseMechanism, Scale
@@ -147,6 +148,10 @@ class TrimmedMeanNoise(NoiseMechanism):
         self.trim = check_trim(trim)
         self.tuning = check_choice(tuning, TUNINGS, "tuning")
 
+    @property
+    def tuned_on_data(self) -> bool:
+        return self.tuning == "oracle"
+
     @abstractmethod
     def choose_parameters(self, ss: TrimmedMeanSmoothSensitivity) -> NoiseParameters:
         """The noise parameters: on ``ss`` (``tuning="oracle"``) or on the public reference
@@ -186,6 +191,7 @@ class TrimmedMeanLaplaceLN(ZCDPNoiseMechanism, TrimmedMeanNoise):
 
     name = "trimmed_mean_laplace_ln"
     display_name = "Trimmed mean + LaplaceLN"
+    figure = FigureStyle("#d62728", "v", 13, tuned=True)
     zcdp_source = (
         "Bun & Steinke 2019: trimmed mean + LLN noise (sec. 3.1); zCDP => DP "
         "by Bun & Steinke 2016 Prop. 1.3"
@@ -217,6 +223,7 @@ class TrimmedMeanStudentT(TrimmedMeanNoise):
 
     name = "trimmed_mean_student_t"
     display_name = "Trimmed mean + Student's t"
+    figure = FigureStyle("#ff7f0e", "s", 14)
 
     def __init__(
         self,
@@ -229,16 +236,10 @@ class TrimmedMeanStudentT(TrimmedMeanNoise):
         super().__init__(epsilon=epsilon, delta=delta, **options)
         self.degrees_of_freedom = check_real(degrees_of_freedom, "degrees_of_freedom", minimum=0.0)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=self.neighbouring,
-            data_dependent_tuning=self.tuning == "oracle",
-            source="Bun & Steinke 2019: trimmed mean + Student's T noise; "
-            "eps = (d+1)/(2 sqrt d)·s + max(1, d)·t (derived in the module docstring)",
-        )
+    guarantee_source = (
+        "Bun & Steinke 2019: trimmed mean + Student's T noise; "
+        "eps = (d+1)/(2 sqrt d)·s + max(1, d)·t (derived in the module docstring)"
+    )
 
     def choose_parameters(self, ss: TrimmedMeanSmoothSensitivity) -> NoiseParameters:
         if self.tuning == "public":

@@ -43,8 +43,9 @@ from typing import ClassVar
 import numpy as np
 
 from mechanisms.core.bounds import Bound
-from mechanisms.core.guarantee import Guarantee, Neighbouring, check_neighbours
+from mechanisms.core.guarantee import Neighbouring, check_neighbours
 from mechanisms.core.interface import Release
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.quantiles import check_alpha
 from mechanisms.core.registration import register
 from mechanisms.core.selection import OrderStatistics
@@ -119,6 +120,8 @@ class Duff(WindowedMechanism):
     """
 
     name = "duff"
+    display_name = "Duff (EM)"
+    figure = FigureStyle("#1f77b4", "o", 0)
     family = "duff"
     statistics: ClassVar[frozenset[str]] = frozenset({"median", "quantile"})
 
@@ -137,22 +140,15 @@ class Duff(WindowedMechanism):
         self.neighbouring = check_neighbours(neighbours)
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def source(self) -> str:
         if self.neighbouring is Neighbouring.REPLACE_ONE:
-            source = (
+            return (
                 "inverse sensitivity mechanism (Asi & Duchi, 'Instance-optimality in "
                 "differential privacy via approximate inverse sensitivity mechanisms'): "
                 "exponential mechanism with u = -(Hamming distance to a dataset with T = x), "
                 "sensitivity 1 for replace-one neighbours"
             )
-        else:
-            source = (
-                "Duff paper: exponential mechanism (Def. 7) with u_d of sensitivity 1 (Lemma 1)"
-            )
-        return Guarantee(
-            epsilon=self.epsilon, delta=0.0, neighbouring=self.neighbouring, source=source
-        )
+        return "Duff paper: exponential mechanism (Def. 7) with u_d of sensitivity 1 (Lemma 1)"
 
     def _release_window(self, order: OrderStatistics, lower: float, upper: float) -> Release:
         n = order.size

@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from mechanisms.core.data import lower_median
-from mechanisms.core.guarantee import Guarantee
 from mechanisms.core.interface import Release
 from mechanisms.core.registration import register
 from mechanisms.core.validation import check_choice
@@ -56,14 +55,7 @@ class LaplaceGlobal(NoiseMechanism):
 
     name = "laplace_global"
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=self.neighbouring,
-            source="Laplace mechanism (Duff paper Prop. 1) with GS = b - a",
-        )
+    guarantee_source = "Laplace mechanism (Duff paper Prop. 1) with GS = b - a"
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         return self.additive_release(
@@ -111,19 +103,10 @@ class GaussianGlobal(NoiseMechanism):
             return classical_gaussian_scale(self.epsilon, delta, sensitivity)
         return analytic_gaussian_scale(self.epsilon, delta, sensitivity)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        source = (
-            "Gaussian mechanism, analytic calibration (Balle & Wang 2018, Thm 8), GS = b - a"
-            if self.calibration == "analytic"
-            else "Gaussian mechanism, classical calibration (Dwork & Roth Thm A.1), GS = b - a"
-        )
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=self.required_delta,
-            neighbouring=self.neighbouring,
-            source=source,
-        )
+    def source(self) -> str:
+        if self.calibration == "analytic":
+            return "Gaussian mechanism, analytic calibration (Balle & Wang 2018, Thm 8), GS = b - a"
+        return "Gaussian mechanism, classical calibration (Dwork & Roth Thm A.1), GS = b - a"
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         sigma = self.sigma(upper - lower)

@@ -70,6 +70,7 @@ import math
 import sys
 
 from mechanisms.core.interface import Release
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.sorted_data import SortedData
 from mechanisms.noise.additive import Scale
@@ -102,6 +103,20 @@ class LaplaceLogNormal(ZCDPNoiseMechanism, TunedNoiseMechanism):
     """
 
     name = "laplace_ln"
+    display_name = "LaplaceLN"
+    figure = FigureStyle("#d62728", "v", 4, tuned=True, smooth=True)
+    figure_variants = (
+        FigureStyle(
+            "#7b0d1e",
+            "d",
+            15,
+            tuned=True,
+            smooth=True,
+            key="laplace_ln_matched",
+            name="LaplaceLN, (ε, δ)-matched",
+            options={"target": "approx_dp"},
+        ),
+    )
     zcdp_source = "Bun & Steinke 2019, sec. 3.1 (LLN); zCDP => DP by Bun & Steinke 2016 Prop. 1.3"
 
     def _limit_scale(self, width: float) -> Scale:

@@ -63,8 +63,9 @@ from typing import ClassVar
 import numpy as np
 
 from mechanisms.core.data import lower_median
-from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.interface import Mechanism, Release
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.sorted_data import order_statistics
 from mechanisms.core.validation import (
@@ -181,6 +182,7 @@ class PTRMedian(Mechanism[Release]):
 
     name = "ptr_median"
     display_name = "PTR"
+    figure = FigureStyle("#d95f02", "X", 5)
     requires_delta = True
     may_refuse: ClassVar[bool] = True
     neighbouring = Neighbouring.ADD_REMOVE
@@ -210,15 +212,10 @@ class PTRMedian(Mechanism[Release]):
             raise ValueError(f"epsilon: epsilon/2 underflows float64, got epsilon={epsilon!r}")
         self.scaled_tau = scaled_threshold(self.required_delta)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=self.required_delta,
-            neighbouring=self.neighbouring,
-            source="propose-test-release (Dwork & Lei 2009; Dwork & Roth 2014 ch. 7) for the "
-            "lower median: eps/2 test of the distance to instability, eps/2 Laplace release",
-        )
+    guarantee_source = (
+        "propose-test-release (Dwork & Lei 2009; Dwork & Roth 2014 ch. 7) for the "
+        "lower median: eps/2 test of the distance to instability, eps/2 Laplace release"
+    )
 
     @property
     def proposal_fraction(self) -> float:

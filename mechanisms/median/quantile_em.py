@@ -51,8 +51,9 @@ from __future__ import annotations
 import numpy as np
 
 from mechanisms.core.bounds import Bound
-from mechanisms.core.guarantee import Guarantee, Neighbouring, check_neighbours
+from mechanisms.core.guarantee import Neighbouring, check_neighbours
 from mechanisms.core.interface import Release
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.quantiles import (
     check_alpha,
     quantile_rank,
@@ -84,6 +85,8 @@ class QuantileEM(WindowedMechanism):
     """
 
     name = "quantile_em"
+    display_name = "Quantile EM"
+    figure = FigureStyle("#17becf", "D", 1)
     statistics = frozenset({"median", "quantile"})
 
     def __init__(
@@ -102,18 +105,12 @@ class QuantileEM(WindowedMechanism):
         self.neighbouring = check_neighbours(neighbours)
         self.sensitivity = sensitivity(self.alpha, self.neighbouring)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=self.neighbouring,
-            source=(
-                "exponential mechanism (McSherry-Talwar) with the rank utility of "
-                '"The Exponential Mechanism for Medians" eq. 2.2, '
-                f"sensitivity {self.sensitivity:g} "
-                f"(Theorem {3 if self.neighbouring is Neighbouring.ADD_REMOVE else 2})"
-            ),
+    def source(self) -> str:
+        return (
+            "exponential mechanism (McSherry-Talwar) with the rank utility of "
+            '"The Exponential Mechanism for Medians" eq. 2.2, '
+            f"sensitivity {self.sensitivity:g} "
+            f"(Theorem {3 if self.neighbouring is Neighbouring.ADD_REMOVE else 2})"
         )
 
     def _release_window(self, order: OrderStatistics, lower: float, upper: float) -> Release:

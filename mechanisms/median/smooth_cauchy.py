@@ -24,8 +24,8 @@ import sys
 import numpy as np
 
 from mechanisms.core.bounds import Bound
-from mechanisms.core.guarantee import Guarantee
 from mechanisms.core.interface import Release
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.sorted_data import SortedData
 from mechanisms.median.error_bounds import smooth_cauchy_bound
@@ -48,6 +48,8 @@ class SmoothCauchy(SmoothSensitivityMechanism):
     """
 
     name = "smooth_cauchy"
+    display_name = "SmoothSens_ε (Cauchy)"
+    figure = FigureStyle("#ff7f0e", "s", 2, smooth=True)
 
     @property
     def shift_alpha(self) -> float:
@@ -64,14 +66,7 @@ class SmoothCauchy(SmoothSensitivityMechanism):
             return float(np.log(self.shift_alpha))
         return math.log(self.epsilon) - math.log(2.0 * (GAMMA + 1.0))
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=self.neighbouring,
-            source="Duff paper Prop. 3 (NRS07 Lemmas 2.6, 2.7), gamma = 2: Cauchy noise",
-        )
+    guarantee_source = "Duff paper Prop. 3 (NRS07 Lemmas 2.6, 2.7), gamma = 2: Cauchy noise"
 
     def smallest_beta(self, n: int) -> float:
         return self.shift_alpha

@@ -60,8 +60,9 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.interface import Release
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.sorted_data import SortedData
 from mechanisms.noise.additive import LOG_FLOAT_MAX, Scale
@@ -248,6 +249,8 @@ class SmoothLaplace(TunedNoiseMechanism):
     """
 
     name = "smooth_laplace"
+    display_name = "SmoothSens_ε,δ (Laplace)"
+    figure = FigureStyle("#2ca02c", "^", 3, tuned=True, smooth=True)
     requires_delta = True
 
     def __init__(self, *, epsilon: float, delta: float | None = None, **options: Any) -> None:
@@ -258,15 +261,9 @@ class SmoothLaplace(TunedNoiseMechanism):
                 f"cover larger delta; see the module docstring), got {delta!r}"
             )
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=self.required_delta,
-            neighbouring=self.neighbouring,
-            data_dependent_tuning=self.tuning == "oracle",
-            source="Duff paper Prop. 2 (Bun & Steinke 2019, Thm 34): Laplace noise, SS_beta/alpha",
-        )
+    guarantee_source = (
+        "Duff paper Prop. 2 (Bun & Steinke 2019, Thm 34): Laplace noise, SS_beta/alpha"
+    )
 
     def smallest_beta(self, n: int) -> float | None:
         if self.tuning == "public":

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.validation import check_choice, check_flag
 from mechanisms.mode.release import SAMPLERS, ModeMechanism, ModeRelease, exponential_mechanism
@@ -50,6 +51,18 @@ class CountEM(ModeMechanism):
     """
 
     name = "count_em"
+    display_name = "EM (counts)"
+    figure = FigureStyle("#17becf", "D", 6)
+    figure_variants = (
+        FigureStyle(
+            "#6a3d9a",
+            "d",
+            7,
+            key="count_em_halved",
+            name="EM (counts), ε/2 as Duff",
+            options={"monotone": False},
+        ),
+    )
 
     def __init__(
         self,

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.core.validation import check_flag
 from mechanisms.mode.release import ModeMechanism, ModeRelease
@@ -57,6 +58,7 @@ class PermuteAndFlip(ModeMechanism):
 
     name = "permute_and_flip"
     display_name = "Permute-and-flip"
+    figure = FigureStyle("#ff7f0e", "s", 8)
 
     def __init__(
         self,

@@ -42,7 +42,6 @@ from scipy.special import logsumexp
 
 from mechanisms.core.data import read_only, sorted_bounded
 from mechanisms.core.domain import check_domain, domain_counts, domain_size, mode_value
-from mechanisms.core.guarantee import Guarantee, Neighbouring
 from mechanisms.core.interface import Mechanism, Release
 from mechanisms.core.validation import check_data, check_rng, check_size
 from mechanisms.sampling.racing import FiniteLevels, RacingSampler
@@ -215,20 +214,6 @@ class ModeMechanism(Mechanism[Release]):
     """
 
     statistics: ClassVar[frozenset[str]] = frozenset({"mode"})
-
-    def source(self) -> str:
-        """The formula and reference of the guarantee (:attr:`guarantee`'s ``source``)."""
-        raise NotImplementedError
-
-    @property
-    def guarantee(self) -> Guarantee:
-        """ε-DP for add/remove neighbours (a class with δ overrides this)."""
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=Neighbouring.ADD_REMOVE,
-            source=self.source(),
-        )
 
     def release(self, data: object, bounds: object) -> ModeRelease:
         """Bound ``data`` to the domain of ``bounds = (a, b)`` and return the distribution."""

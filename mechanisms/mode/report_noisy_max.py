@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from mechanisms.core.domain import mode_value
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.mode.noisy_max_integral import level_log_probabilities
 from mechanisms.mode.release import DomainLevels, LevelDraw, ModeMechanism, ModeRelease
@@ -105,6 +106,7 @@ class ReportNoisyMax(ModeMechanism):
 
     name = "report_noisy_max"
     display_name = "Report noisy max"
+    figure = FigureStyle("#2ca02c", "^", 9)
 
     def source(self) -> str:
         return (

@@ -45,7 +45,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.registration import register
 from mechanisms.mode.release import ModeMechanism, ModeRelease
 from mechanisms.mode.report_noisy_max import noisy_max_release
@@ -65,21 +65,15 @@ class StabilityHistogram(ModeMechanism):
 
     name = "stability_histogram"
     display_name = "Stability histogram"
+    figure = FigureStyle("#d62728", "v", 10)
     requires_delta: ClassVar[bool] = True
     may_refuse: ClassVar[bool] = True
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=self.required_delta,
-            neighbouring=Neighbouring.ADD_REMOVE,
-            source=(
-                "stability-based histogram (Bun, Nissim & Stemmer; Vadhan), Lap(1/ε) on "
-                "present counts, threshold 1 + ln(1/(2δ))/ε (add/remove derivation in "
-                "mechanisms.mode.stability_histogram)"
-            ),
-        )
+    guarantee_source = (
+        "stability-based histogram (Bun, Nissim & Stemmer; Vadhan), Lap(1/ε) on "
+        "present counts, threshold 1 + ln(1/(2δ))/ε (add/remove derivation in "
+        "mechanisms.mode.stability_histogram)"
+    )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> ModeRelease:
         scale = noise_scale(self.epsilon, sorted_x.size)

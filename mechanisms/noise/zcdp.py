@@ -90,6 +90,6 @@ class ZCDPNoiseMechanism(NoiseMechanism):
             delta=self.required_delta,
             neighbouring=self.neighbouring,
             rho=rho,
-            data_dependent_tuning=self.tuning == "oracle",
+            data_dependent_tuning=self.tuned_on_data,
             source=self.zcdp_source,
         )

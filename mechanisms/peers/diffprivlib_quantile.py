@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from mechanisms.core.guarantee import Guarantee, check_neighbours
+from mechanisms.core.guarantee import check_neighbours
 from mechanisms.core.interface import Release
 from mechanisms.core.quantiles import check_alpha, quantile_value, sensitivity
 from mechanisms.core.registration import register
@@ -123,17 +123,11 @@ class DiffprivlibQuantile(PeerMechanism):
         # diffprivlib scores with Δu = 1: its ε is ours divided by our Δu.
         self.library_epsilon = self.epsilon / sensitivity(self.alpha, self.neighbouring)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=self.neighbouring,
-            source=(
-                f"diffprivlib.tools.quantile(epsilon={self.library_epsilon:.6g}): exponential "
-                "mechanism with utility -|i - alpha k|, sensitivity 1 (Harvard Privacy Tools "
-                'Project, "The Exponential Mechanism for Medians", Theorems 2-3)'
-            ),
+    def source(self) -> str:
+        return (
+            f"diffprivlib.tools.quantile(epsilon={self.library_epsilon:.6g}): exponential "
+            "mechanism with utility -|i - alpha k|, sensitivity 1 (Harvard Privacy Tools "
+            'Project, "The Exponential Mechanism for Medians", Theorems 2-3)'
         )
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:

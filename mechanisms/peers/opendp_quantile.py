@@ -60,7 +60,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from mechanisms.core.guarantee import Guarantee, Neighbouring
+from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.interface import Release
 from mechanisms.core.quantiles import check_alpha, quantile_value
 from mechanisms.core.registration import register
@@ -220,20 +220,14 @@ class OpenDPQuantile(PeerMechanism):
         self.candidates = check_integer(candidates, "candidates", minimum=2)
         self.selection = check_choice(selection, SELECTIONS, "selection")
 
-    @property
-    def guarantee(self) -> Guarantee:
+    def source(self) -> str:
         how = (
             "permute-and-flip, OpenDP's max_divergence map"
             if self.selection == "permute_and_flip"
             else f"Gumbel noisy min = exponential mechanism (OpenDP certifies rho = "
             f"{self.epsilon**2 / 8:.6g}-zCDP)"
         )
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=Neighbouring.ADD_REMOVE,
-            source=f"OpenDP make_private_quantile, symmetric_distance d_in = 1, {how}",
-        )
+        return f"OpenDP make_private_quantile, symmetric_distance d_in = 1, {how}"
 
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         grid = np.linspace(lower, upper, self.candidates)

@@ -285,6 +285,10 @@ class TunedNoiseMechanism(SmoothSensitivityMechanism):
         if reference_size is not None:
             self.reference_size = check_integer(reference_size, "reference_size", minimum=1)
 
+    @property
+    def tuned_on_data(self) -> bool:
+        return self.tuning == "oracle"
+
     def public_size(self, n: int) -> int:
         """The size of the public reference data set for a release on ``n`` points."""
         return n if self.reference_size is None else self.reference_size
