@@ -1,5 +1,6 @@
-"""``duff-audit``: audit median mechanisms for privacy on neighbouring datasets, from their
-exact cdfs (the method: :mod:`experiments.audit.exact`).
+"""``duff-audit``: audit mechanisms for privacy on neighbouring datasets, from their exact
+cdfs (:mod:`experiments.audit.exact`) or, where a release has none, from samples
+(:mod:`experiments.audit.sampled`).
 
 Usage::
 
@@ -7,6 +8,8 @@ Usage::
                [--epsilons 0.01,0.1,1,5] [--delta 1e-6] [--pairs 200]
                [--max-size 3000] [--cells 2000] [--seed 0]
                [--resolution 1e-15] [--large 10000000]
+               [--black-box auto|always|never] [--samples 1000000]
+               [--black-box-pairs 8] [--seconds 60] [--alpha 1e-9]
                [--output audit.json --output audit.md]
 
 ``SPEC`` is a registered mechanism name with optional options,
@@ -20,6 +23,11 @@ optional options (``binned_rr.BinnedRR:bins=8`` with ``examples/plugin`` on
 and entry-point plug-ins) with its default options, δ only to a mechanism with
 ``requires_delta``.  ``--output PATH`` (repeatable) also writes the results to
 ``PATH``, ``.json`` or ``.md`` (:mod:`experiments.audit.report`).
+``--black-box``: ``auto`` (default) audits from samples every mechanism whose release
+has no exact cdf, ``always`` also every other (a second row, whose bound must stay
+below the exact one), ``never`` skips them; ``--samples`` outputs per side of each
+pair (fewer for a sampler too slow for ``--seconds`` per mechanism and ε), ``--alpha``
+the family-wise level of every black-box bound of the run.
 Exit status: 0 if nothing was violated or failed, 1 otherwise.
 """
 
@@ -33,9 +41,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from experiments.audit.exact import Audit, AuditResult, audit, error_status, factory_for
+from experiments.audit.black_box import DEFAULT_SAMPLES
+from experiments.audit.exact import (
+    NO_CDF,
+    Audit,
+    AuditResult,
+    audit,
+    error_status,
+    factory_for,
+)
 from experiments.audit.pairs import LOWER, UPPER
 from experiments.audit.report import format_table, write_outputs
+from experiments.audit.sampled import BLACK_BOX_PAIRS, SECONDS, audit_by_samples
 from experiments.harness.plan import load_target
 from mechanisms import registry
 
@@ -90,16 +107,20 @@ def run(args: argparse.Namespace, command: str) -> Audit:
     start = time.perf_counter()
     parameters = {key: value for key, value in vars(args).items() if key != "output"}
     run_audit = Audit({"command": command, **parameters, "bounds": [LOWER, UPPER]})
-    for spec, target in _specs(args, run_audit):
+    specs = _specs(args, run_audit)
+    # Bonferroni: at most one black-box audit per mechanism and ε shares the run's level
+    alpha = args.alpha / max(1, len(specs) * len(args.epsilons))
+    for spec, target in specs:
         try:
             name, options = resolve(spec, target=target)
         except ValueError as error:
             run_audit.results.append(AuditResult(spec, status=error_status(error)))
             continue
         for epsilon in args.epsilons:
+            factory = factory_for(name, options, epsilon, args.delta)
             result = audit(
                 spec,
-                factory_for(name, options, epsilon, args.delta),
+                factory,
                 pairs=args.pairs,
                 max_size=args.max_size,
                 cells=args.cells,
@@ -107,8 +128,25 @@ def run(args: argparse.Namespace, command: str) -> Audit:
                 resolution=args.resolution,
                 large=args.large,
             )
-            run_audit.results.append(result)
-            print(f"{spec} eps={epsilon:g}: {result.guarantee or result.status}", file=sys.stderr)
+            results = [result]
+            if args.black_box == "always" or (args.black_box == "auto" and result.status == NO_CDF):
+                sampled = audit_by_samples(
+                    spec,
+                    factory,
+                    pairs=args.black_box_pairs,
+                    max_size=args.max_size,
+                    samples=args.samples,
+                    seconds=args.seconds,
+                    seed=args.seed,
+                    alpha=alpha,
+                )
+                results = [sampled] if result.status == NO_CDF else [result, sampled]
+            for done in results:
+                run_audit.results.append(done)
+                print(
+                    f"{done.label} eps={epsilon:g}: {done.guarantee or done.status}",
+                    file=sys.stderr,
+                )
     run_audit.seconds = time.perf_counter() - start
     return run_audit
 
@@ -129,7 +167,7 @@ def epsilon_list(text: str) -> list[float]:
 def parser(prog: str) -> argparse.ArgumentParser:
     """The command line's options."""
     parse = argparse.ArgumentParser(
-        prog=prog, description="Audit median mechanisms for privacy on neighbouring datasets."
+        prog=prog, description="Audit mechanisms for privacy on neighbouring datasets."
     )
     parse.add_argument(
         "--mechanism",
@@ -157,6 +195,27 @@ def parser(prog: str) -> argparse.ArgumentParser:
         "--large", type=int, default=0, help="also one pair of this size (e.g. 10000000)"
     )
     parse.add_argument(
+        "--black-box",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="audit from samples where a release has no exact cdf (auto), always, or never",
+    )
+    parse.add_argument(
+        "--samples", type=int, default=DEFAULT_SAMPLES, help="black-box outputs per side of a pair"
+    )
+    parse.add_argument(
+        "--seconds",
+        type=float,
+        default=SECONDS,
+        help="black-box time budget per mechanism and ε (a slow sampler gets fewer samples)",
+    )
+    parse.add_argument(
+        "--black-box-pairs", type=int, default=BLACK_BOX_PAIRS, help="black-box pairs per ε"
+    )
+    parse.add_argument(
+        "--alpha", type=float, default=1e-9, help="family-wise level of the black-box bounds"
+    )
+    parse.add_argument(
         "--output", type=output_path, action="append", default=[], help=".json or .md; repeatable"
     )
     return parse
@@ -172,6 +231,11 @@ def main(argv: Sequence[str] | None = None, command: Sequence[str] = COMMAND) ->
     print(f"[a, b] = [{LOWER:g}, {UPPER:g}]; seed {args.seed}; resolution {args.resolution:g}")
     print("loss/eps: max log(P_S(I)/P_S'(I)) / eps over cells I (violation if > 1)")
     print("HS/delta: max sum_I max(0, P_S(I) - e^eps P_S'(I)) / delta (lower bound; > 1 fails)")
+    print(
+        f"[black-box] rows: lower confidence bounds from {args.samples} samples per side, "
+        f"all bounds of the run at family-wise level {args.alpha:g} (eps_lower/eps, "
+        "HS_lower/delta; > 1 fails)"
+    )
     print()
     print(format_table(run_audit.results))
     write_outputs(run_audit, args.output)

@@ -50,6 +50,10 @@ from mechanisms.core.guarantee import Guarantee
 from mechanisms.core.interface import Mechanism, OutputDistribution, Release
 from mechanisms.intervals.base import IntervalRelease
 
+NO_CDF = "no cdf: skipped"
+"""The status of a mechanism whose release has no exact cdf (``duff-audit`` then audits it
+from samples: :mod:`experiments.audit.sampled`)."""
+
 TOLERANCE = 1e-6
 """Relative slack before a statistic above 1 counts as a violation (float noise)."""
 
@@ -198,7 +202,7 @@ def audit(
         elif result.statistic > 1 + TOLERANCE:
             result.status = "VIOLATION"
     except NoCdfError:
-        result.status = "no cdf: skipped"
+        result.status = NO_CDF
     except Exception as error:  # report and carry on with the next mechanism
         result.status = error_status(error)
     result.seconds = time.perf_counter() - start

@@ -114,6 +114,11 @@ def to_markdown(run_audit: Audit, env: dict[str, Any]) -> str:
             "loss/eps: max over cells I of log(P_S(I)/P_S'(I)) / ε (violation if > 1); "
             "HS/delta: max Σ_I max(0, P_S(I) − e^ε P_S'(I)) / δ (a lower bound; > 1 fails).",
             "",
+            "Rows marked [black-box] are audited from samples (experiments.audit.sampled): "
+            "eps_lower/eps and HS_lower/delta are lower confidence bounds, all bounds of the "
+            f"run at family-wise level {p.get('alpha', 1e-9):g}, up to "
+            f"{p.get('samples', 0)} samples per side of a pair (> 1 fails).",
+            "",
             escaped_table(summary),
             "",
             escaped_table(table_rows(run_audit.results)),
