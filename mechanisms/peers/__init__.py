@@ -3,7 +3,14 @@
 * :mod:`mechanisms.peers.opendp_quantile`: OpenDP's ``make_private_quantile``
   (``opendp_quantile``);
 * :mod:`mechanisms.peers.diffprivlib_quantile`: IBM diffprivlib's
-  ``tools.quantile`` (``diffprivlib_quantile``).
+  ``tools.quantile`` (``diffprivlib_quantile``);
+* :mod:`mechanisms.peers.google_dp_quantile`: Google's quantile tree through
+  python-dp's ``pydp.algorithms.quantile_tree.QuantileTree`` (``google_dp_quantile``;
+  no closed-form cdf);
+* :mod:`mechanisms.peers.tumult_quantile`: Tumult Core's ``NoisyQuantile``
+  (``tumult_quantile``).  Not in the extra: Tumult Core 0.20 pins pandas<2 on
+  Python 3.11, so it is installed by hand (its module's ``INSTALL``), and its
+  ``ImportError`` says so instead of naming the extra.
 
 Each adapter is a :class:`PeerMechanism`: the interface of
 :class:`mechanisms.Mechanism`, the library's own neighbouring relation and
