@@ -1,7 +1,7 @@
 """Plug-in mechanisms that misbehave on purpose, to check that a sweep survives them.
 
 ``harness_hostile`` releases Laplace noise around the median (like
-``harness_laplace`` of conftest) except on the dataset replicate
+``harness_laplace`` of harness_mechanisms) except on the dataset replicate
 ``victim_replicate``, where it does what ``behaviour`` says: raise
 ``SystemExit`` or ``KeyboardInterrupt``, call ``os._exit``, segfault, sleep
 forever (interruptibly, or with SIGALRM blocked, as C code would), claim a
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from conftest import ClippedNoiseRelease
+from harness_mechanisms import ClippedNoiseRelease
 
 from mechanisms import Guarantee, Mechanism, Neighbouring, Release, register
 

@@ -177,7 +177,9 @@ def tint(colour: str, amount: float = TINT) -> str:
 def style_of(kind: Kind) -> Style:
     """The display name, colour, line style and marker of a mechanism."""
     family = kind.family
-    name = family.name if kind.known else kind.display_name or family.name
+    # a built-in variant (defined by option values) is named by its variant; otherwise a
+    # class's own display_name wins (a built-in's equals its family's name)
+    name = family.name if kind.known and family.options else kind.display_name or family.name
     if kind.public_tuning:
         name += ", public tuning"
     elif not kind.private and not family.tuned and not kind.unguarded:

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from harness_mechanisms import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = PROJECT_ROOT
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("mechanisms.core",),

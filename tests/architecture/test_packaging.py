@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT
 from filelock import FileLock
+from harness_mechanisms import PROJECT_ROOT
 
 from experiments.gate.baseline import read_baseline
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import PROJECT_ROOT
+from harness_mechanisms import PROJECT_ROOT
 from readme_tools import markers as readme_numbers
 from readme_tools import values as readme_values
 from readme_tools.reference_tables import NumbersError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PROJECT_ROOT
+from harness_mechanisms import PROJECT_ROOT
 
 from experiments.audit import cli as audit_cli
 from experiments.audit.exact import audit, factory_for

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PROJECT_ROOT
+from harness_mechanisms import PROJECT_ROOT
 
 from experiments.data.datasets import DatasetError, build_datasets
 from experiments.harness.results import RUN_FILE, read_summary

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CONF_DIR
+from harness_mechanisms import CONF_DIR
 
 from experiments.data import vertebral
 from experiments.data.datasets import DatasetError, build_datasets

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import GAUSSIAN, LAPLACE, PROJECT_ROOT, TESTS_DIR, HarnessLaplace, tiny_overrides
+from harness_mechanisms import GAUSSIAN, LAPLACE, HarnessLaplace, plugin_env, tiny_overrides
 
 from experiments.harness.plan import ConfigError, build_plan
 from experiments.harness.results import RUN_FILE, read_summary
@@ -138,10 +138,9 @@ def test_joblib_launcher_runs_a_multirun(tmp_path) -> None:
     sweep = tmp_path / "sweep"
     mechanisms = "mechanisms=[{label:lap,name:harness_laplace}]"
     command = [sys.executable, "-m", "experiments.run", "--multirun", "hydra/launcher=joblib"]
-    command += [*tiny_overrides(), mechanisms, "plugins=[conftest]", "seed=1,2"]
+    command += [*tiny_overrides(), mechanisms, "plugins=[harness_mechanisms]", "seed=1,2"]
     command += [f"hydra.sweep.dir={sweep}", "hydra.launcher.n_jobs=2"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT)])}
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=tmp_path, env=plugin_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     seeds = [json.loads((sweep / job / RUN_FILE).read_text())["seed"] for job in ("0", "1")]
     assert seeds == [1, 2]
@@ -175,10 +174,9 @@ def test_submitit_launcher_runs_a_multirun(tmp_path) -> None:
     mechanisms = "mechanisms=[{label:lap,name:harness_laplace}]"
     command = [sys.executable, "-m", "experiments.run", "--multirun"]
     command += ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"]
-    command += [*tiny_overrides(), mechanisms, "plugins=[conftest]", "seed=1,2"]
+    command += [*tiny_overrides(), mechanisms, "plugins=[harness_mechanisms]", "seed=1,2"]
     command += [f"hydra.sweep.dir={sweep}"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS_DIR), str(PROJECT_ROOT)])}
-    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=tmp_path, env=plugin_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     seeds = [json.loads((sweep / job / RUN_FILE).read_text())["seed"] for job in ("0", "1")]
     assert seeds == [1, 2]

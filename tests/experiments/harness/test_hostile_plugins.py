@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import LAPLACE, tiny_overrides
+from harness_mechanisms import LAPLACE, tiny_overrides
 
 from experiments.harness.plan import build_plan
 from experiments.harness.results import RUN_FILE, read_summary

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CONF_DIR, GAUSSIAN, LAPLACE, tiny_overrides
+from harness_mechanisms import CONF_DIR, GAUSSIAN, LAPLACE, tiny_overrides
 from omegaconf import OmegaConf
 
 import mechanisms
@@ -129,7 +129,7 @@ def test_names_resolve_to_group_files_and_inline_entries() -> None:
     plan = build_plan(tiny(mechanisms=["duff", LAPLACE]))
     assert [m.label for m in plan.mechanisms] == ["duff", "lap"]
     assert plan.mechanisms[0].module == "mechanisms.median.duff"
-    assert plan.mechanisms[1].module == "conftest"
+    assert plan.mechanisms[1].module == "harness_mechanisms"
     assert [d.id for d in plan.datasets] == ["normal", "uniform"]
     assert plan.datasets[1].bounds == (0.0, 1.0)
 
@@ -141,7 +141,10 @@ def test_names_resolve_to_group_files_and_inline_entries() -> None:
             {"datasets": ["normall"]},
             "unknown dataset 'normall'; valid names: beta, normal, uniform",
         ),
-        ({"mechanisms": ["duf"]}, "unknown mechanism 'duf'; valid names: .*duff, gaussian_global"),
+        (
+            {"mechanisms": ["duf"]},
+            "unknown mechanism 'duf'; valid names: .*duff, duff_replace_one, gaussian_global",
+        ),
         ({"mechanisms": [{"name": "duff"}]}, "inline mechanism entry needs a 'label'"),
         ({"mechanisms": [LAPLACE, LAPLACE]}, "duplicate entries lap"),
         ({"mechanisms": [{"label": "x", "name": "nope"}]}, "unknown mechanism 'nope'"),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import LAPLACE, PROJECT_ROOT, tiny_overrides
+from harness_mechanisms import LAPLACE, PROJECT_ROOT, tiny_overrides
 from joblib.externals.loky import get_reusable_executor
 from omegaconf import OmegaConf
 from scipy import stats

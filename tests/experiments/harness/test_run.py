@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import GAUSSIAN, LAPLACE, LAPLACE_WIDE, start_cli, tiny_overrides
+from harness_mechanisms import GAUSSIAN, LAPLACE, LAPLACE_WIDE, start_cli, tiny_overrides
 
 from experiments.data.vertebral import SHARED_DATA_DIR, VERTEBRAL_MEMBER
 from experiments.harness.plan import build_plan
@@ -233,7 +233,10 @@ def test_cli_typo_exits_with_the_valid_names(tmp_path, monkeypatch) -> None:
         main()
     message = str(exit_info.value.code)
     assert message.startswith("duff-run: error: mechanisms: unknown mechanism 'duf'; valid names: ")
-    assert "duff, gaussian_global, gaussian_mean, laplace_global, laplace_ln_matched_" in message
+    assert (
+        "duff, duff_replace_one, gaussian_global, gaussian_mean, laplace_global, "
+        "laplace_ln_matched_" in message
+    )
     assert list(tmp_path.iterdir()) == []
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import tiny_overrides
+from harness_mechanisms import PROJECT_ROOT, tiny_overrides
 
 from experiments.data.datasets import DatasetError, SyntheticDataset, scipy_law
 from experiments.harness import results_reader
@@ -29,13 +28,14 @@ from mechanisms import Guarantee, Neighbouring
 from mechanisms.intervals import POPULATION_MEDIAN, SAMPLE_MEDIAN
 from mechanisms.intervals.base import IntervalMechanism, IntervalRelease
 
-REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
+REFERENCE = PROJECT_ROOT / "results" / "reference"
 USER_INTERVAL = {
     "label": "user_interval",
     "name": "subsample_aggregate",
-    "options": {"estimator": "conftest.HarnessLaplace", "blocks": 6},
+    "options": {"estimator": "harness_mechanisms.HarnessLaplace", "blocks": 6},
 }
-"""A user's plug-in mechanism (conftest's Laplace median) as an interval: one config line."""
+"""A user's plug-in mechanism (the Laplace median of harness_mechanisms) as an interval: one
+config line."""
 
 
 class FaultyIntervals(IntervalMechanism):
@@ -191,7 +191,7 @@ def test_scipy_laws_are_numpys(distribution) -> None:
 
 def test_an_interval_sweep(compose_config, tmp_path) -> None:
     mechanisms = ["nonprivate_order_statistic", "dp_order_statistic", USER_INTERVAL]
-    cfg = interval_sweep(compose_config, mechanisms, n=40, plugins="[conftest]")
+    cfg = interval_sweep(compose_config, mechanisms, n=40, plugins="[harness_mechanisms]")
     results = results_reader.load(run(cfg, results_dir=tmp_path / "run"))
     summary = results.summary
     assert (summary["status"] == "ok").all()

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from harness_mechanisms import CONF_DIR
 from omegaconf import OmegaConf
 from results_helpers import write_results
 
@@ -25,7 +26,7 @@ from experiments.reports.figure1 import plot as figure1_plot
 from experiments.reports.figure1.report import paper_table
 from experiments.reports.selection import median_rows, split_failed
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 ERROR = "duff-plot figure1: error: "
 
 

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from harness_mechanisms import CONF_DIR
 from results_helpers import write_results
 
 from experiments.data.vertebral import VERTEBRAL_MEASUREMENTS, VertebralColumn
@@ -26,7 +27,7 @@ from experiments.reports.figure2 import data as figure2_data
 from experiments.reports.figure2 import numbers as figure2_numbers
 from experiments.reports.figure2 import plot as figure2_plot
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 LAPLACE_LN = "laplace_ln_oracle"
 """The label of LaplaceLN (oracle tuning, as in the paper) in the hand-made results."""
 REGISTRY = {LAPLACE_LN: "laplace_ln"}

@@ -1,16 +1,16 @@
 """Selection instead of a sort: the order statistics a release reads are those of the full sort,
 and the releases of Duff and the quantile EM are the same, bit for bit.  And the common path
-of every release up to them (check_data, check_bounds, bound_data) against its old code."""
+of every release up to them (check_data, check_bounds, bound_data) against its old code's
+recorded outcomes."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
 from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from recorded_values import bits, recorded
 
 import mechanisms
 from mechanisms.core import interface as base
@@ -113,38 +113,12 @@ def test_releases_by_selection_are_the_sorted_ones(name, options, data) -> None:
             assert high - low < x.size // 2  # of points clipped to the lower bound
 
 
-def bits(values) -> np.ndarray:
-    return np.atleast_1d(np.asarray(values, dtype=np.float64)).view(np.uint64)
-
-
 # ------------------------------------------------------- the common release path
+# check_data before its float64 shortcut and check_bounds before it read the pair with ``map``
+# (tests/test_selection.py of commit 438988b) ran once on the inputs below; their outcomes
+# are recorded in tests/data/validation.npz (tests/data/generate_expected.py).
 
-
-def old_check_data(data: object) -> np.ndarray:
-    """:func:`mechanisms.core.validation.check_data` before its float64 shortcut."""
-    try:
-        array = np.asarray(data)
-    except (TypeError, ValueError):
-        raise ValueError("data must be a 1-D array of real numbers") from None
-    if array.ndim != 1:
-        raise ValueError(f"data must be 1-D, got an array of shape {array.shape}")
-    kind = array.dtype.kind
-    if kind == "O" and not all(validation._is_real_number(value) for value in array):
-        raise ValueError("data must hold real numbers only, got an object array with other entries")
-    if kind == "b":
-        raise ValueError(
-            "data must hold real numbers, got booleans (use data.astype(float) for a 0/1 sample)"
-        )
-    if kind not in "iufO":
-        raise ValueError(f"data must hold real numbers (int or float), got dtype {array.dtype}")
-    try:
-        with np.errstate(over="ignore"):
-            x = array.astype(np.float64, copy=False)
-    except (OverflowError, ValueError):
-        raise ValueError("data contains values that are not finite float64 numbers") from None
-    if not np.isfinite(x).all():
-        raise ValueError("data contains NaN or infinite values")
-    return x
+RECORD = "validation"
 
 
 def outcome(function, *args):
@@ -164,35 +138,49 @@ DATA = [
 ]  # fmt: skip
 
 
-def old_check_bounds(bounds: object) -> tuple[float, float]:
-    """:func:`mechanisms.core.validation.check_bounds` before it read the pair with ``map``."""
-    try:
-        if not isinstance(bounds, Iterable):
-            raise TypeError
-        lower, upper = (float(v) for v in bounds)
-    except (TypeError, ValueError):
-        raise ValueError(f"bounds must be a pair (a, b) of numbers, got {bounds!r}") from None
-    if not (math.isfinite(lower) and math.isfinite(upper)):
-        raise ValueError(f"bounds must be finite, got {bounds!r}")
-    if not lower < upper:
-        raise ValueError(f"bounds must satisfy a < b, got {bounds!r}")
-    if not math.isfinite(upper - lower):
-        raise ValueError(f"bounds: the width b - a overflows float64, got {bounds!r}")
-    return lower, upper
+def bounds_inputs() -> list[object]:
+    """The bounds checked (afresh: one is an iterator)."""
+    valid_and_not = [(0, 1), [0.0, 1], (1, 0), (0,), (0, 1, 2), 5, "ab", None, (0, "x")]
+    return [*valid_and_not, (0, np.inf), (-1e308, 1e308), {1: 0, 2: 0}, iter([0, 1])]
 
 
-BOUNDS_IN = [(0, 1), [0.0, 1], (1, 0), (0,), (0, 1, 2), 5, "ab", None, (0, "x"), (0, np.inf)]
+def recorded_data_outcome(index: int) -> str | np.ndarray:
+    """The old check_data's message, or its array, for ``DATA[index]``."""
+    record = recorded(RECORD)
+    message = str(record["data_messages"][index])
+    if message:
+        return message
+    ends = np.cumsum(record["data_lengths"])
+    start = ends[index] - record["data_lengths"][index]
+    return record["data_values"][start : ends[index]]
+
+
+def recorded_bounds_outcome(index: int) -> str | tuple[float, float]:
+    record = recorded(RECORD)
+    message = str(record["bounds_messages"][index])
+    return message or tuple(float(v) for v in record["bounds_values"][index])
+
+
+def test_the_record_holds_exactly_these_inputs() -> None:
+    record = recorded(RECORD)
+    assert record["data_messages"].shape == record["data_lengths"].shape == (len(DATA),)
+    assert record["bounds_messages"].shape == (len(bounds_inputs()),)
 
 
 def test_check_data_and_check_bounds_are_the_old_ones() -> None:
-    for data in DATA:
-        new, old = outcome(validation.check_data, data), outcome(old_check_data, data)
-        assert type(new) is type(old), data
-        assert new == old if isinstance(new, str) else np.array_equal(bits(new), bits(old)), data
+    for index, data in enumerate(DATA):
+        new, old = outcome(validation.check_data, data), recorded_data_outcome(index)
+        if isinstance(old, str):
+            assert new == old, data
+        else:
+            assert type(new) is np.ndarray and np.array_equal(bits(new), bits(old)), data
     assert validation.check_data(FLOATS) is FLOATS  # no copy, as before
-    for bounds in [*BOUNDS_IN, (-1e308, 1e308), {1: 0, 2: 0}]:
-        assert outcome(validation.check_bounds, bounds) == outcome(old_check_bounds, bounds), bounds
-    assert validation.check_bounds(iter([0, 1])) == old_check_bounds(iter([0, 1]))
+    for index, bounds in enumerate(bounds_inputs()):
+        new, old = outcome(validation.check_bounds, bounds), recorded_bounds_outcome(index)
+        if isinstance(old, str):
+            assert new == old, bounds
+        else:
+            assert type(new) is tuple and np.array_equal(bits(new), bits(old)), bounds
 
 
 def test_clipping_is_np_clip() -> None:

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from test_intervals_support import privacy_loss
 
 from mechanisms.intervals.base import ShiftedRelease
 from mechanisms.intervals.buffered_em import buffered_em, failure_bound
 from mechanisms.intervals.drechsler import DrechslerExpMech
 from mechanisms.intervals.order_statistic import DPOrderStatistic
 from mechanisms.median.quantile_em import QuantileEM
+from tests.mechanisms.intervals.test_support import privacy_loss
 
 A, B = -5.0, 5.0
 

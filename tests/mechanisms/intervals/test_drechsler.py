@@ -6,11 +6,15 @@ import math
 
 import numpy as np
 import pytest
-from test_intervals_support import DISTRIBUTIONS, chernoff_threshold, mean_exact_coverage
 
 from mechanisms.intervals.buffered_em import failure_bound
 from mechanisms.intervals.drechsler import DrechslerExpMech, joint_rank
 from mechanisms.intervals.nonprivate import sign_test_rank
+from tests.mechanisms.intervals.test_support import (
+    DISTRIBUTIONS,
+    chernoff_threshold,
+    mean_exact_coverage,
+)
 
 ALPHA = 0.05
 TRIALS = 1000

@@ -9,13 +9,13 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from test_intervals_support import chernoff_threshold, mean_exact_coverage
 
 from mechanisms.intervals.nonprivate import (
     NonPrivateOrderStatistic,
     order_statistic_coverage,
     sign_test_rank,
 )
+from tests.mechanisms.intervals.test_support import chernoff_threshold, mean_exact_coverage
 
 ALPHA = 0.05
 

@@ -8,11 +8,15 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from test_intervals_support import DISTRIBUTIONS, chernoff_threshold, mean_exact_coverage
 
 from mechanisms.intervals.drechsler import joint_rank
 from mechanisms.intervals.nonprivate import sign_test_rank
 from mechanisms.intervals.order_statistic import DPOrderStatistic, union_rank
+from tests.mechanisms.intervals.test_support import (
+    DISTRIBUTIONS,
+    chernoff_threshold,
+    mean_exact_coverage,
+)
 
 ALPHA = 0.05
 TRIALS = 1000

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_intervals_support import DISTRIBUTIONS, chernoff_threshold
 
 from mechanisms.core.guarantee import Guarantee, Neighbouring
 from mechanisms.core.interface import Mechanism, Release
@@ -13,6 +12,7 @@ from mechanisms.intervals.nonprivate import order_statistic_coverage
 from mechanisms.intervals.subsample_aggregate import DEFAULT_BLOCKS, SubsampleAggregate
 from mechanisms.median.duff import Duff
 from mechanisms.median.quantile_em import QuantileEM
+from tests.mechanisms.intervals.test_support import DISTRIBUTIONS, chernoff_threshold
 
 ALPHA = 0.05
 TRIALS = 500

@@ -22,7 +22,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import integrate, stats
-from test_mean_distance import brute_levels
 
 import mechanisms
 import mechanisms.mean.noise as mean_noise
@@ -39,6 +38,7 @@ from mechanisms.mean.noise import (
     sum_sensitivity,
 )
 from mechanisms.noise.gaussian import analytic_gaussian_sigma, gaussian_delta
+from tests.mechanisms.mean.test_distance import brute_levels
 
 A, B = -1.0, 3.0
 GRID = (-1.0, 0.0, 0.5, 3.0)
@@ -121,7 +121,7 @@ DATASETS = {
 
 
 def brute_density(data: tuple[float, ...], epsilon: float, neighbouring) -> Callable:
-    """``x -> exp(-ε·k(x)/2)``, ``k`` the brute-force distance (test_mean_distance)."""
+    """``x -> exp(-ε·k(x)/2)``, ``k`` the brute-force distance (test_distance.py)."""
     ends = brute_levels(tuple(Fraction(v) for v in data), Fraction(A), Fraction(B), neighbouring)
     lows = np.array([float(lo) for lo, _ in ends])
     highs = np.array([float(hi) for _, hi in ends])

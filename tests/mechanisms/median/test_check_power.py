@@ -18,16 +18,21 @@ import itertools
 
 import numpy as np
 import pytest
-import test_duff
-from test_duff import check_against_bfs, reference_log_masses
-from test_em_privacy import add_remove_pairs, partition, privacy_loss, release
-from test_sampling import assert_matches_reference, linear_score, make
 
 import mechanisms.median.duff
 import mechanisms.median.quantile_em
 from mechanisms.median.duff import Duff, utility
 from mechanisms.median.duff_utility import gap_utility
 from mechanisms.sampling.piecewise import PiecewiseUniformRelease
+from tests.mechanisms.median import test_duff
+from tests.mechanisms.median.test_duff import check_against_bfs, reference_log_masses
+from tests.mechanisms.median.test_em_privacy import (
+    add_remove_pairs,
+    partition,
+    privacy_loss,
+    release,
+)
+from tests.mechanisms.sampling.test_piecewise import assert_matches_reference, linear_score, make
 
 
 def small_datasets() -> list[tuple[float, ...]]:

@@ -6,7 +6,7 @@ list), until the α-quantile ``x_(ceil(α·n'))`` (``a`` for ∅) of the edited 
 equals the target ``x``.  Add/remove: one addition or removal per step, additions
 drawn from ``{a, x, b}``.  Replace-one: one element replaced by a value of
 ``{a, x, b}`` per step.  The candidate set suffices for the reason given in
-``tests/test_duff.py`` (an added or substituted value below ``x`` can be moved to
+``test_duff.py`` beside this file (an added or substituted value below ``x`` can be moved to
 ``a``, one above to ``b``: the counts below, at and above ``x`` and the number of
 edits are unchanged); ``test_candidate_set_is_sufficient`` checks it again.  The
 rank is computed here from ``Fraction(repr(alpha))``, independently of
@@ -22,13 +22,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-from test_em_privacy import (
-    add_remove_pairs,
-    cdf_privacy_loss,
-    partition,
-    privacy_loss,
-    replace_one_pairs,
-)
 
 import mechanisms
 import mechanisms.median.duff
@@ -38,6 +31,13 @@ from mechanisms.median.duff import Duff, utility
 from mechanisms.median.duff_utility import Multiples, QuantileDistance, gap_utility
 from mechanisms.registry import supported_statistics
 from mechanisms.sampling.piecewise import PiecewiseUniformRelease, score_epsilon
+from tests.mechanisms.median.test_em_privacy import (
+    add_remove_pairs,
+    cdf_privacy_loss,
+    partition,
+    privacy_loss,
+    replace_one_pairs,
+)
 
 A, B = 0.0, 4.0
 GRID = (0.0, 1.0, 2.0, 3.0, 4.0)

@@ -4,7 +4,7 @@ Every exact probability is compared with an independent computation on tiny doma
 (enumeration of ``Y``, of all orders of permute-and-flip, adaptive quadrature of the
 noisy max), including empty data, all-tied data and data at both bounds; each checker
 is also run on a deliberately wrong variant, which it must reject.  Samples, cdfs and
-huge domains: tests/test_mode_releases.py; privacy: tests/test_mode_privacy.py.
+huge domains: tests/mechanisms/mode/test_releases.py; privacy: test_privacy.py beside it.
 """
 
 from __future__ import annotations

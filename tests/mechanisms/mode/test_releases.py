@@ -12,7 +12,6 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from scipy import stats
-from test_mode_mechanisms import DATASETS, TINY
 
 from mechanisms.mode.count_em import CountEM
 from mechanisms.mode.duff import DuffMode
@@ -20,6 +19,7 @@ from mechanisms.mode.permute_and_flip import PermuteAndFlip
 from mechanisms.mode.release import DomainLevels
 from mechanisms.mode.report_noisy_max import ReportNoisyMax
 from mechanisms.mode.stability_histogram import StabilityHistogram
+from tests.mechanisms.mode.test_mechanisms import DATASETS, TINY
 
 DRAWS = 200_000
 MECHANISMS = [

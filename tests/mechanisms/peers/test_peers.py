@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import PROJECT_ROOT
+from harness_mechanisms import PROJECT_ROOT
 from scipy import stats
 
 from mechanisms import Neighbouring
