@@ -127,6 +127,18 @@ class AuditResult:
     seconds: float = 0.0
     status: str = "ok"
 
+    def claims(self, guarantee: Guarantee, statistic_names: tuple[str, str]) -> bool:
+        """Record ``guarantee`` and the statistic checked against it (the first of
+        ``statistic_names`` for pure DP, the second for δ > 0); False, with the status
+        said, when it claims no privacy at all (ε = ∞: nothing to audit)."""
+        self.guarantee, self.neighbouring = str(guarantee), guarantee.neighbouring.value
+        self.epsilon, self.delta = guarantee.epsilon, guarantee.delta
+        self.statistic_name = statistic_names[0] if guarantee.delta == 0 else statistic_names[1]
+        if not math.isfinite(guarantee.epsilon):
+            self.status = "no guarantee (not private)"
+            return False
+        return True
+
     @property
     def failed(self) -> bool:
         """A violation or an error (what makes the exit status 1)."""
@@ -182,11 +194,7 @@ def audit(
     try:
         mechanism = factory()
         guarantee = mechanism.guarantee
-        result.guarantee, result.neighbouring = str(guarantee), guarantee.neighbouring.value
-        result.epsilon, result.delta = guarantee.epsilon, guarantee.delta
-        result.statistic_name = "loss/eps" if guarantee.delta == 0 else "HS/delta"
-        if not math.isfinite(guarantee.epsilon):
-            result.status = "no guarantee (not private)"
+        if not result.claims(guarantee, ("loss/eps", "HS/delta")):
             return result
         rng = np.random.default_rng(seed)
         for pair in neighbour_pairs(rng, guarantee.neighbouring, pairs, max_size, large):

@@ -20,7 +20,6 @@ samples (Bonferroni), so a correct mechanism is never flagged in practice.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
@@ -91,11 +90,7 @@ def audit_by_samples(
     try:
         mechanism = factory()
         guarantee = mechanism.guarantee
-        result.guarantee, result.neighbouring = str(guarantee), guarantee.neighbouring.value
-        result.epsilon, result.delta = guarantee.epsilon, guarantee.delta
-        result.statistic_name = "eps_lower/eps" if guarantee.delta == 0 else "HS_lower/delta"
-        if not math.isfinite(guarantee.epsilon):
-            result.status = "no guarantee (not private)"
+        if not result.claims(guarantee, ("eps_lower/eps", "HS_lower/delta")):
             return result
         rng = np.random.default_rng(seed)
         violated = False
