@@ -1,7 +1,8 @@
 # Two entry points do all the set-up on a fresh machine with Python 3.11:
 #   make figure1   reproduce the Duff paper's Figure 1 into results/figure1/
 #   make test      lint + the test suite (what .ci/run calls)
-# and a few more: make figure2, make regress (the CI accuracy gate), make benchmarks.
+# and a few more: make figure2, make regress (the CI accuracy gate), make benchmarks,
+# make docs (the documentation, strictly: part of make test).
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,12 +11,12 @@ FIGURE1_DIR ?= results/figure1
 FIGURE2_DIR ?= results/figure2
 N_JOBS ?= -1
 
-.PHONY: figure1 figure2 test lint regress benchmarks
+.PHONY: figure1 figure2 test lint docs regress benchmarks
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,peers,scale]"
+	$(BIN)/python -m pip install --quiet -e ".[test,peers,scale,docs,realdata]"
 	touch $(INSTALLED)
 
 figure1: $(INSTALLED)
@@ -31,8 +32,13 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: lint docs
 	$(BIN)/python -m pytest -n 2
+
+# The documentation, strictly (a warning is an error), into docs/_build/html (git-ignored);
+# docs/_ext/duff_docs.py first writes docs/generated/ (catalogue, config lists, API pages).
+docs: $(INSTALLED)
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 regress: $(INSTALLED)
 	$(BIN)/python -m experiments.regress --n-jobs $(N_JOBS)

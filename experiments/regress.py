@@ -24,10 +24,17 @@ normal/uniform/beta × ε ∈ {0.1, 0.5, 2}, fixed seed).  A *cell* is one
 The baseline (``results/baselines/regression.csv``, one row per cell) stores
 ``m̄`` (column ``error``), the replicate-to-replicate SD ``s`` of ``e_r``, ``R``, the
 standard error of ``log m̄`` and the cell's tolerance, plus the hash of the
-sweep's config and of the cell's own config.
+sweep's config and of the cell's own config; its companion
+``results/baselines/regression_replicates.csv`` stores each cell's ``e_r`` themselves.
 
-How a cell is judged (the log-ratio test, the coverage check, exact
-reproduction): :mod:`experiments.gate.verdicts`.
+How a cell is judged (the paired test on the replicates, which share their seeds with
+the baseline's; the unpaired log-ratio test where they cannot be paired; the coverage
+check; exact reproduction): :mod:`experiments.gate.verdicts`.
+
+**Code.**  ``--results-dir DIR`` resumes the sweep in ``DIR``: its unit files record the
+code that computed them (:mod:`experiments.harness.code_identity`), and the units of
+any other code are computed again before the comparison, so a directory filled before
+the code changed is never compared as if it were the current code's.
 
 **Configs.**  A candidate's ``run.json`` (next to its ``summary.csv``) gives its
 config; each cell's config hash covers what determines that cell's numbers
@@ -67,6 +74,7 @@ from experiments.gate.baseline import (
     make_baseline,
     read_baseline,
     read_candidate,
+    replicates_path,
     write_baseline,
 )
 from experiments.gate.verdicts import compare, render
@@ -200,7 +208,8 @@ def _update(args: argparse.Namespace) -> int:
     tol = baseline["tolerance"]
     print(
         f"wrote {args.baseline}: {len(baseline)} cells, config {current[:12]}, tolerance "
-        f"(log-ratio) min {tol.min():.3f} / median {tol.median():.3f} / max {tol.max():.3f}"
+        f"(log-ratio) min {tol.min():.3f} / median {tol.median():.3f} / max {tol.max():.3f}; "
+        f"their per-replicate errors (paired test) in {replicates_path(args.baseline)}"
     )
     return 0
 

@@ -22,15 +22,19 @@ in parallel, ``hydra/launcher=slurm`` submits them to Slurm
 
 A run takes the results directory's lock, then checks its ``run.json`` (one
 config per directory), then runs the work units (dataset, replicate, mechanism
-label) that have no unit file yet, or whose unit file has failed rows
-(``retry_failed``, default true).  ``backend=loky`` (default) runs them in
-``n_jobs`` worker processes (capped at the cores available);
-``backend=dask`` on the Dask cluster at ``scheduler_address`` (its workers must
-import this project and any ``plugins`` and share ``results_dir``'s file
-system).  :mod:`experiments.harness.supervisor` makes every unit end with a unit file
-whatever its mechanism does (exception, exit, crash, hang past ``timeout``
-seconds).  Numbers depend only on the config (:mod:`experiments.base.seeding`),
-never on n_jobs, the backend or scheduling.
+label) that have no unit file yet, whose unit file has failed rows
+(``retry_failed``, default true), or whose unit file was computed by other code
+than the current one (:mod:`experiments.harness.code_identity`: a run resumed after
+the code changed recomputes the old units, never mixes them with new ones).
+``backend=loky`` (default) runs them in ``n_jobs`` worker processes (capped at the
+cores available; built-in mechanisms and each plug-in's in processes of their own,
+:mod:`experiments.harness.execute`); ``backend=dask`` on the Dask cluster at
+``scheduler_address`` (its workers must import this project and any ``plugins``
+and share ``results_dir``'s file system).  :mod:`experiments.harness.supervisor` makes
+every unit end with a unit file whatever its mechanism does (exception, exit, crash,
+hang past ``timeout`` seconds).  Numbers depend only on the config
+(:mod:`experiments.base.seeding`) and the code, never on n_jobs, the backend or
+scheduling.
 
 Exit status of ``duff-run``: 0 every row ok; 3 the sweep completed but some rows
 failed (the last line says how many); 1 a config, data or results-directory
@@ -55,6 +59,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from experiments.base.atomic_files import write_json_atomic
 from experiments.data.datasets import DatasetError
+from experiments.harness import code_identity
 from experiments.harness.conf_files import CONF_DIR
 from experiments.harness.config import (
     ConfigError,
@@ -63,7 +68,7 @@ from experiments.harness.config import (
     check_timeout,
     worker_count,
 )
-from experiments.harness.execute import execute_units, unit_pool
+from experiments.harness.execute import execute_units
 from experiments.harness.plan import Plan, build_plan
 from experiments.harness.provenance import git_state, package_versions
 from experiments.harness.results import (
@@ -71,7 +76,10 @@ from experiments.harness.results import (
     RUN_FILE,
     SUMMARY_FILE,
     ResultsDirError,
+    StaleUnitError,
     assemble,
+    config_hash,
+    file_sha256,
     load_unit,
     lock_results_dir,
     open_results_dir,
@@ -96,14 +104,20 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _is_done(path: Path, plan: Plan, digest: str, retry_failed: bool) -> bool:
-    """Whether the unit stored at ``path`` is finished (a unit file of this config, and,
-    with ``retry_failed``, no failed row).  A foreign or corrupt file is an error."""
+def _is_done(path: Path, plan: Plan, digest: str, retry_failed: bool, code: str) -> bool | None:
+    """Whether the unit stored at ``path`` is finished (a unit file of this config computed
+    by the code ``code``, and, with ``retry_failed``, no failed row); None for a unit file
+    of other code (to recompute).  A foreign or corrupt file is an error."""
     if not path.exists():
         return False
     settings = plan.settings
     trials = settings.trials if settings.keep_estimates else None
-    rows, _ = load_unit(path, rows=len(settings.epsilons), trials=trials, digest=digest)
+    try:
+        rows, _ = load_unit(
+            path, rows=len(settings.epsilons), trials=trials, digest=digest, code=code
+        )
+    except StaleUnitError:
+        return None
     return not retry_failed or bool((rows["status"] == "ok").all())
 
 
@@ -133,8 +147,10 @@ def _manifest(
             **package_versions(m.module for m in plan.mechanisms),
         },
         "git": invocation["git"],
+        "code": invocation["code"],
         "host": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
         "invocations": [*history, invocation],
+        "checksums": {},  # of summary.csv and estimates.npz, once the run wrote them
         **extra,
     }
 
@@ -187,14 +203,26 @@ def _run_locked(
     paths = [
         unit_path(out, u.dataset.id, u.statistic.id, u.mechanism.label, u.replicate) for u in units
     ]
-    todo = [
-        (u, p)
-        for u, p in zip(units, paths, strict=True)
-        if not _is_done(p, plan, digest, retry_failed)
-    ]
+    code_identity.forget()  # read the files again: the code may have changed since a last run
+    codes = [code_identity.unit_identity(u) for u in units]
+    done = [_is_done(p, plan, digest, retry_failed, c) for p, c in zip(paths, codes, strict=True)]
+    todo = [(u, p) for u, p, d in zip(units, paths, done, strict=True) if not d]
+    stale = sum(d is None for d in done)
+    if stale:
+        log.warning(
+            "%d of %d unit files in %s were computed by other code: recomputing them",
+            stale,
+            len(units),
+            out,
+        )
     clock = time.perf_counter()
     invocation = {"started": _now(), "n_jobs": workers, "backend": backend, "timeout": timeout}
     invocation["git"] = git_state(PACKAGE_DIR)  # the code that ran: null when installed
+    invocation["code"] = {
+        "identity": config_hash({"units": sorted(set(codes))})[:16],
+        "core": code_identity.core_identity(),
+        "stale_units": stale,
+    }
     manifest = _manifest(
         plan,
         config,
@@ -208,18 +236,16 @@ def _run_locked(
     if previous:
         log.info("resuming %s: %d of %d units to compute", out, len(todo), len(units))
     try:
-        modules = sorted({m.module for m in plan.mechanisms})
-        with unit_pool(backend, address, workers, modules) as (pool, in_flight):
-            invocation["n_jobs_effective"] = in_flight
-            execute_units(
-                todo,
-                plan,
-                digest,
-                pool=pool,
-                in_flight=in_flight,
-                timeout=timeout,
-                desc=str(config.get("name") or "units"),
-            )
+        invocation["n_jobs_effective"] = execute_units(
+            todo,
+            plan,
+            digest,
+            backend=backend,
+            address=address,
+            workers=workers,
+            timeout=timeout,
+            desc=str(config.get("name") or "units"),
+        )
     except KeyboardInterrupt:
         remove_temporaries(out)
         saved = sum(path.exists() for path in paths)
@@ -229,24 +255,30 @@ def _run_locked(
         ) from None
     remove_temporaries(out)  # of workers killed mid-write while the pool recovered
     invocation["units_computed"] = len(todo)
-    return _finish(plan, out, paths, manifest, invocation, time.perf_counter() - clock, digest)
+    clock = time.perf_counter() - clock
+    return _finish(plan, out, paths, codes, manifest, invocation, clock, digest)
 
 
 def _finish(
     plan: Plan,
     out: Path,
     paths: Sequence[Path],
+    codes: Sequence[str],
     manifest: dict[str, Any],
     invocation: dict[str, Any],
     runtime: float,
     digest: str,
 ) -> Path:
-    """Assemble summary.csv (and estimates.npz) from the unit files; complete run.json."""
+    """Assemble summary.csv (and estimates.npz) from the unit files, each checked to be of
+    the code ``codes`` gives it; complete run.json, with the files' checksums."""
     settings = plan.settings
     trials = settings.trials if settings.keep_estimates else None
     summary = assemble(
-        out, paths, rows_per_unit=len(settings.epsilons), trials=trials, digest=digest
+        out, paths, rows_per_unit=len(settings.epsilons), trials=trials, digest=digest, codes=codes
     )
+    checksums = {SUMMARY_FILE: file_sha256(out / SUMMARY_FILE)}
+    if trials is not None:
+        checksums[ESTIMATES_FILE] = file_sha256(out / ESTIMATES_FILE)
     failed = summary.loc[summary["status"] != "ok"]
     failures = [
         {"mechanism": label, "rows": len(rows), "examples": list(rows["status"].unique()[:3])}
@@ -267,6 +299,7 @@ def _finish(
         failed_rows=len(failed),
         failures=failures,
         files={"summary": SUMMARY_FILE, "estimates": ESTIMATES_FILE if trials else None},
+        checksums=checksums,
     )
     write_json_atomic(out / RUN_FILE, manifest)
     return out

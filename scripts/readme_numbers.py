@@ -1,6 +1,7 @@
-"""Write (or ``--check``) the measured numbers quoted in README.md from the reference outputs.
+"""Write (or ``--check``) the measured numbers quoted in README.md and the docs pages from
+the reference outputs.
 
-    python scripts/readme_numbers.py [--check] [--readme PATH] [--root DIR]
+    python scripts/readme_numbers.py [--check] [--readme PATH] [--docs DIR] [--root DIR]
 
 The work is done by :mod:`readme_tools.markers`.
 """

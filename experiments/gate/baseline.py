@@ -8,9 +8,12 @@ output is categorical), ``m̄ = (1/R) Σ_r e_r`` (summed exactly, :func:`math.fs
 ``SE(ln m̄) ≈ s / (√R · m̄)`` by the delta method (Casella & Berger, *Statistical
 Inference*, §5.5.4), ``s`` the replicate-to-replicate SD.  The baseline stores,
 per cell, ``m̄``, ``s``, ``R``, ``SE(ln m̄)``, the tolerance, the cell's config
-hash and the sweep's.  It ships with the package (``experiments/baselines``
-installed, ``results/baselines`` in the repository), so ``duff-regress`` runs
-from any directory.
+hash and the sweep's.  Its companion ``<name>_replicates.csv`` (:func:`replicates_path`)
+stores, per cell, the ``R`` per-replicate errors ``e_r`` themselves, in replicate order,
+which the paired test of :mod:`experiments.gate.verdicts` needs (a baseline without one
+is compared by the unpaired test alone).  Both ship with the package
+(``experiments/baselines`` installed, ``results/baselines`` in the repository), so
+``duff-regress`` runs from any directory.
 """
 
 from __future__ import annotations
@@ -45,7 +48,12 @@ EXPERIMENT = "regression"
 ALPHA = 0.01
 """Family-wise false-alarm rate of the gate (Bonferroni over the cells)."""
 MIN_EFFECT = math.log(1.1)
-"""Smallest log-ratio that may fail a cell: a change of the error by less than 10% never does."""
+"""Smallest log-ratio that may fail an unpaired cell: a change of the error by less than 10%
+never does."""
+MIN_PAIRED_EFFECT = math.log(1.02)
+"""Smallest log-ratio that may fail a paired cell (:mod:`experiments.gate.verdicts`): a change
+of the error by less than 2% never does, so neither do the last bits in which another
+CPU's floating point differs (relative changes below 1e-13 in the regression sweep)."""
 CELL = ("dataset", "subset", "statistic", "mechanism", "epsilon")
 GATE_METRICS = {"mode": "mean_count_gap", "median_interval": "mean_width"}
 """The ``summary.csv`` column a cell's error is read from, by statistic kind (any other kind:
@@ -63,6 +71,16 @@ BASELINE_COLUMNS = (
 )
 EXACT = ("epsilon", "error", "replicate_sd", "se_log", "tolerance")
 """Float columns of the baseline, parsed by :class:`float` (exact round trip)."""
+REPLICATE_COLUMNS = (*CELL, "cell_hash", "errors")
+"""Columns of the companion file: a cell, its hash and its per-replicate errors ``e_r``
+(``errors``: the shortest exact decimal of each, separated by spaces, in replicate order)."""
+REPLICATES = "replicate_errors"
+"""Column of a baseline's and a candidate's cells holding the per-replicate errors (a float
+array in replicate order), or None where the cell cannot be paired."""
+SAME_RUN_RTOL = 1e-9
+"""How far the mean of a companion's errors may be from the baseline's ``error`` (relative):
+the two come from one run, or from runs of the same code on CPUs whose floating point
+differs in the last bits."""
 
 
 class GateInputError(ValueError):
@@ -126,8 +144,10 @@ def read_candidate(path: Path) -> Candidate:
 
 
 def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per cell: replicates, failed rows, m̄ and the replicate SD, cell hash, and for
-    a confidence interval its mean coverage and nominal level ``1 − α`` (NaN otherwise).
+    """One row per cell: replicates, failed rows, m̄ and the replicate SD, cell hash, for
+    a confidence interval its mean coverage and nominal level ``1 − α`` (NaN otherwise),
+    and the per-replicate errors in replicate order (:data:`REPLICATES`; None when a
+    replicate failed or has no error).
 
     ``summary`` holds one row per replicate of every cell of ``numbers``' plan
     (:func:`experiments.harness.results_reader.load` checks it).
@@ -148,7 +168,8 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
         group = group.sort_values("replicate")
         ok = (group["status"] == "ok").to_numpy()
         errors = group[GATE_METRICS.get(kinds.get(statistic, ""), "mean_abs_error")]
-        errors = errors.to_numpy()[ok]
+        errors = errors.to_numpy(dtype=np.float64)[ok]
+        pairable = bool(ok.all()) and bool(np.isfinite(errors).all())
         failed = int(np.count_nonzero(~ok))
         mean = math.fsum(errors) / errors.size if errors.size else math.nan
         coverages = group["coverage"].to_numpy()[ok]
@@ -168,10 +189,11 @@ def cell_statistics(summary: pd.DataFrame, numbers: Mapping[str, Any]) -> pd.Dat
                 "cell_hash": digest,
                 "coverage": coverage if statistic in levels else math.nan,
                 "level": levels.get(statistic, math.nan),
+                REPLICATES: errors if pairable else None,
             }
         )
-    columns = [*CELL, "replicates", "failed", "status_example", "error"]
-    table = pd.DataFrame(rows, columns=[*columns, "replicate_sd", "cell_hash", "coverage", "level"])
+    columns = [*CELL, "replicates", "failed", "status_example", "error", "replicate_sd"]
+    table = pd.DataFrame(rows, columns=[*columns, "cell_hash", "coverage", "level", REPLICATES])
     return table.set_index(list(CELL)).sort_index()
 
 
@@ -204,12 +226,24 @@ def make_baseline(candidate: Candidate) -> pd.DataFrame:
     )
     baseline["tolerance"] = tolerances(baseline["se_log"].to_numpy(), len(baseline))
     baseline["config_hash"] = candidate.config_hash
-    return baseline.loc[:, list(BASELINE_COLUMNS)]
+    return baseline.loc[:, [*BASELINE_COLUMNS, REPLICATES]]
+
+
+def replicates_path(path: Path) -> Path:
+    """The companion of baseline ``path``: ``<stem>_replicates.csv`` beside it."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}_replicates.csv")
 
 
 def write_baseline(path: Path, baseline: pd.DataFrame) -> None:
-    """Write the baseline CSV atomically (floats in their shortest exact form)."""
-    write_text_atomic(path, baseline.to_csv(index=False))
+    """Write the baseline CSV and, for its cells with per-replicate errors, its companion
+    (:func:`replicates_path`), each atomically (floats in their shortest exact form)."""
+    path = Path(path)
+    errors = baseline[REPLICATES] if REPLICATES in baseline else pd.Series(None, baseline.index)
+    rows = baseline.loc[errors.notna(), [*CELL, "cell_hash"]]
+    rows["errors"] = [" ".join(map(repr, map(float, e))) for e in errors[errors.notna()]]
+    write_text_atomic(replicates_path(path), rows.to_csv(index=False))  # never a stale one
+    write_text_atomic(path, baseline.loc[:, list(BASELINE_COLUMNS)].to_csv(index=False))
 
 
 def _consistent_tolerance(baseline: pd.DataFrame) -> pd.Series:
@@ -266,4 +300,51 @@ def read_baseline(path: Path) -> pd.DataFrame:
     if duplicated.any():
         line = baseline.loc[duplicated, "line"].iloc[0]
         raise GateInputError(f"baseline {path}: line {line} repeats an earlier cell; {remedy}")
-    return baseline.drop(columns="line").set_index(list(CELL)).sort_index()
+    baseline = baseline.drop(columns="line").set_index(list(CELL)).sort_index()
+    errors = read_replicates(replicates_path(path), baseline)
+    return baseline.assign(**{REPLICATES: [errors.get(key) for key in baseline.index]})
+
+
+REPLICATES_SPEC = csv_tables.TableSpec(
+    "a regression baseline's per-replicate errors", REPLICATE_COLUMNS, floats=("epsilon",)
+)
+
+
+def read_replicates(path: Path, baseline: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    """The per-replicate errors of the companion file ``path`` by cell ({} when there is
+    none), each checked against its ``baseline`` row: the same cell hash, ``replicates``
+    finite errors >= 0 whose mean is the row's ``error`` (to :data:`SAME_RUN_RTOL`)."""
+    if not Path(path).is_file():
+        return {}
+    remedy = "regenerate the baseline with --update"
+    try:
+        table = csv_tables.parse_table(Path(path), REPLICATES_SPEC)
+    except results_reader.ResultsError as err:
+        raise GateInputError(f"baseline companion {err}; {remedy}") from None
+    found: dict[tuple, np.ndarray] = {}
+    for row in table.itertuples(index=False):
+        key = tuple(getattr(row, column) for column in CELL)
+        where = f"baseline companion {path}: line {row.line}"
+        if key not in baseline.index or key in found:
+            what = "repeats a cell" if key in found else "is a cell the baseline does not have"
+            raise GateInputError(f"{where} {what}; {remedy}")
+        cell = baseline.loc[key]
+        try:
+            errors = np.asarray([float(x) for x in str(row.errors).split()], dtype=np.float64)
+        except ValueError:
+            raise GateInputError(f"{where}: errors are not numbers; {remedy}") from None
+        mean = math.fsum(errors) / errors.size if errors.size else math.nan
+        problem: str | None = None
+        if row.cell_hash != cell["cell_hash"]:
+            problem = f"cell hash {row.cell_hash} is not the baseline's {cell['cell_hash']}"
+        elif errors.size != cell["replicates"]:
+            problem = f"{errors.size} errors for {cell['replicates']} replicates"
+        elif not (np.isfinite(errors).all() and (errors >= 0).all()):
+            problem = "an error is not a finite number >= 0"
+        elif not abs(mean - cell["error"]) <= SAME_RUN_RTOL * cell["error"]:
+            problem = f"the errors average {mean!r}, not the baseline's error {cell['error']!r}"
+        if problem:
+            raise GateInputError(f"{where}: {problem}; {remedy}")
+        errors.setflags(write=False)
+        found[key] = errors
+    return found

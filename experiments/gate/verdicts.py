@@ -4,7 +4,37 @@ A *cell* is one (dataset, subset, statistic, mechanism label, ε) of the
 ``regression`` sweep (:mod:`experiments.regress`); its error ``m̄`` and the
 baseline's come from :mod:`experiments.gate.baseline`.
 
-**The test.**  The statistic is the log-ratio ``d = ln(m̄_now / m̄_base)``.  By
+**The paired test.**  Candidate and baseline draw every replicate's data and noise from
+the same seeds (:mod:`experiments.base.seeding`), so their per-replicate errors ``f_r``
+and ``e_r`` pair up, and a change of the code moves the pairs together: a noise scale
+×1.05 multiplies almost every ``e_r`` by 1.05.  A cell whose baseline has its ``e_r``
+(the companion file of :mod:`experiments.gate.baseline`) and whose candidate replicates
+all have an error is compared pair by pair: with ``d = ln(f̄ / ē)`` and, by the delta
+method, ``d − E d ≈ (1/R) Σ_r u_r``, ``u_r = f_r/f̄ − e_r/ē``, its standard error is
+``SE_p = sd(u)/√R`` (the pairs are independent across replicates, whatever the
+dependence within a pair), and the cell fails when
+
+    |d| > max(min_paired_effect, z_{1 − α/(2C)} · SE_p),
+
+``min_paired_effect`` = ln 1.02 (:data:`experiments.gate.baseline.MIN_PAIRED_EFFECT`).
+Its false alarms, family-wise over the ``C`` cells:
+
+* clean code on the baseline's CPU reproduces every ``f_r = e_r`` bit for bit: ``d = 0``,
+  no cell can fail (probability 0);
+* clean code on another CPU moves a few ``f_r`` in their last bits (relative changes below
+  1e-13 in the regression sweep), far below ``min_paired_effect``: no cell can fail;
+* a change that redraws the randomness without changing the error's distribution (a
+  sampler rewritten) makes the pairs independent given the data: each cell is then a
+  two-sided z-test at level ``α/C`` (the central limit theorem over the ``R`` pairs), so by
+  Bonferroni the chance that any cell fails is at most ``α`` = 0.01, as for the unpaired
+  test.
+
+Where the replicates pair, ``SE_p`` is tiny, so a 5% change of a cell's error (beyond the
+2% floor) fails it; the unpaired test below could not see less than 10%.
+
+**The unpaired test** (cells without per-replicate errors: a baseline without its
+companion, a candidate cell with a failed or empty replicate).  The statistic is the
+log-ratio ``d = ln(m̄_now / m̄_base)``.  By
 the delta method (Casella & Berger, *Statistical Inference*, §5.5.4),
 ``SE(ln m̄) ≈ SE(m̄)/m̄ = s / (√R · m̄)``.  If a change redraws
 the randomness without changing the distribution of the error (a sampler
@@ -35,7 +65,8 @@ its privacy widening both narrows (``BETTER?``) and under-covers.
 
 **Exact reproduction.**  Seeds are fixed (:mod:`experiments.base.seeding`), so a
 clean run reproduces every ``m̄`` bit for bit; the report counts identical
-cells, so any numeric change is visible even when it is within tolerance.
+cells (the same ``m̄`` and, where paired, the same ``e_r``), so any numeric change is
+visible even when it is within tolerance.
 """
 
 from __future__ import annotations
@@ -45,8 +76,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from experiments.gate.baseline import ALPHA, EXPERIMENT, Candidate, GateInputError
+from experiments.gate.baseline import (
+    ALPHA,
+    EXPERIMENT,
+    MIN_PAIRED_EFFECT,
+    REPLICATES,
+    Candidate,
+    GateInputError,
+)
 from experiments.harness.interval_metrics import hoeffding_margin
 
 SHOWN_ROWS = 40
@@ -115,7 +154,12 @@ def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool =
     ratio = np.where(failed, math.nan, after / before)
     with np.errstate(divide="ignore"):  # an error of exactly 0 gives log-ratio −inf
         log_ratio = np.log(ratio)
-    tolerance = base["tolerance"].to_numpy()
+    tolerance = base["tolerance"].to_numpy().copy()
+    paired = paired_tests(base, now, len(baseline))
+    is_paired = paired["paired"].to_numpy(dtype=bool) & ~failed
+    log_ratio = np.where(is_paired, paired["log_ratio"].to_numpy(), log_ratio)
+    tolerance = np.where(is_paired, paired["tolerance"].to_numpy(), tolerance)
+    same_replicates = ~is_paired | paired["identical"].to_numpy(dtype=bool)
     coverage_floor = now["level"].to_numpy() - coverage_margins(now)
     undercovers = now["coverage"].to_numpy() < coverage_floor
     verdict = np.select(
@@ -130,7 +174,8 @@ def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool =
             "ratio": ratio,
             "log_ratio": log_ratio,
             "tolerance": tolerance,
-            "identical": ~failed & (after == before),
+            "paired": is_paired,
+            "identical": ~failed & (after == before) & same_replicates,
             "failed": now["failed"].to_numpy(),
             "replicates": now["replicates"].to_numpy(),
             "status_example": now["status_example"].to_numpy(),
@@ -141,6 +186,51 @@ def compare(baseline: pd.DataFrame, candidate: Candidate, *, require_all: bool =
         index=shared,
     )
     return Report(report, ignored=len(cells) - len(shared))
+
+
+def paired_tests(base: pd.DataFrame, now: pd.DataFrame, cells: int) -> pd.DataFrame:
+    """Per cell (rows of ``base`` and ``now`` aligned), the paired test of the module
+    docstring: whether it applies (``paired``: both have per-replicate errors, as many),
+    ``log_ratio`` ``ln(f̄/ē)``, its ``se`` ``sd(u)/√R``, the ``tolerance``
+    ``max(MIN_PAIRED_EFFECT, z_{1−α/(2·cells)}·se)`` and whether the errors are
+    ``identical`` replicate by replicate (NaN / False where not paired)."""
+    z = stats.norm.ppf(1.0 - ALPHA / (2.0 * cells))
+    empty = pd.Series([None] * len(base), index=base.index, dtype=object)
+    pairs = zip(base.get(REPLICATES, empty), now.get(REPLICATES, empty), strict=True)
+    rows = []
+    for before, after in pairs:
+        row: dict[str, object] = {
+            "paired": False,
+            "log_ratio": math.nan,
+            "se": math.nan,
+            "identical": False,
+        }
+        if (
+            isinstance(before, np.ndarray)
+            and isinstance(after, np.ndarray)
+            and before.shape == after.shape
+            and before.size >= 2
+        ):
+            row.update(_paired(before.astype(np.float64), after.astype(np.float64)))
+        rows.append(row)
+    table = pd.DataFrame(rows, index=base.index, columns=["paired", "log_ratio", "se", "identical"])
+    table["tolerance"] = np.maximum(MIN_PAIRED_EFFECT, z * table["se"].to_numpy())
+    return table
+
+
+def _paired(before: np.ndarray, after: np.ndarray) -> dict[str, object]:
+    """The paired statistics of one cell's per-replicate errors (``before`` the baseline's)."""
+    identical = bool(np.array_equal(before, after))
+    mean_before = math.fsum(before) / before.size
+    mean_after = math.fsum(after) / after.size
+    if identical:
+        return {"paired": True, "log_ratio": 0.0, "se": 0.0, "identical": True}
+    if mean_after == 0.0:  # no error left at all: as far below the baseline as can be
+        return {"paired": True, "log_ratio": -math.inf, "se": 0.0, "identical": False}
+    u = after / mean_after - before / mean_before
+    se = float(np.std(u, ddof=1)) / math.sqrt(u.size)
+    log_ratio = math.log(mean_after / mean_before)
+    return {"paired": True, "log_ratio": log_ratio, "se": se, "identical": False}
 
 
 def coverage_margins(cells: pd.DataFrame) -> np.ndarray:
@@ -225,6 +315,8 @@ def render(report: Report, *, seconds: float | None = None) -> str:
     counts = cells["verdict"].value_counts()
     identical = int(cells["identical"].sum())
     exact = f"{identical}/{len(cells)} cells identical to the baseline (exact reproduction)"
+    paired = int(cells["paired"].sum())
+    exact += f"; {paired} cells paired replicate by replicate"
     extra = (
         f"; {report.ignored} candidate cells not in the baseline ignored" if report.ignored else ""
     )

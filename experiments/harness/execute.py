@@ -4,6 +4,16 @@
 units to keep in flight; :func:`execute_units` runs the units to be computed under
 :class:`experiments.harness.supervisor.Supervisor`, so that every unit ends with a unit file
 (a unit whose worker failed gets a unit file of failed rows, written here).
+
+**Isolation.**  Units of different mechanisms would share worker processes, and a plug-in
+runs arbitrary code in its worker: one that patches a built-in class (``Duff._release``)
+would change the numbers of every later unit of that class in the same process.  So
+under ``backend=loky`` the units are run group by group
+(:func:`experiments.harness.code_identity.isolation_group`): the built-in mechanisms in
+worker processes that never import a plug-in, and the units of each set of plug-in
+modules in worker processes of their own (the pool is replaced between groups).  A
+sweep of built-in mechanisms only is one group, at no cost.  A Dask cluster's workers
+are shared by every unit: there, a plug-in is trusted not to patch other code.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from experiments.harness.code_identity import group_identity, isolation_group, unit_identity
 from experiments.harness.config import ConfigError
 from experiments.harness.plan import Plan, Unit
 from experiments.harness.results import save_unit
@@ -29,11 +40,13 @@ log = logging.getLogger(__name__)
 
 @contextmanager
 def unit_pool(
-    backend: str, address: str | None, workers: int, modules: Sequence[str]
+    backend: str, address: str | None, workers: int, modules: Sequence[str], code: str = ""
 ) -> Iterator[tuple[Pool, int]]:
-    """The pool to run units on, and how many units to keep in flight."""
+    """The pool to run units on, and how many units to keep in flight (``modules``: what a
+    loky worker imports when it starts; ``code``: the identity of that code, whose change
+    starts fresh workers)."""
     if backend == "loky":
-        yield LokyPool(workers, modules), workers
+        yield LokyPool(workers, modules, code), workers
         return
     try:
         from distributed import Client
@@ -53,12 +66,15 @@ def execute_units(
     plan: Plan,
     digest: str,
     *,
-    pool: Pool,
-    in_flight: int,
+    backend: str,
+    address: str | None,
+    workers: int,
     timeout: float | None,
     desc: str,
-) -> None:
-    """Run the units of ``todo`` under a :class:`Supervisor`; each ends with a unit file."""
+) -> int:
+    """Run the units of ``todo`` under a :class:`Supervisor`, each isolation group in its own
+    worker processes (module docstring); each unit ends with a unit file.  Returns the
+    number of units kept in flight."""
     settings = plan.settings
     bar = tqdm(total=len(todo), desc=desc, unit="unit", disable=None, file=sys.stderr)
 
@@ -68,15 +84,25 @@ def execute_units(
         estimates = None
         if settings.keep_estimates:
             estimates = np.full((len(settings.epsilons), settings.trials), np.nan)
-        save_unit(path, failed_unit(unit, settings, cause), estimates, digest)
+        rows = failed_unit(unit, settings, cause)
+        save_unit(path, rows, estimates, digest, code=unit_identity(unit))
         bar.update()
 
-    tasks = [
-        Task((unit, path), run_unit, (unit, settings, path, digest, timeout)) for unit, path in todo
-    ]
+    groups: dict[tuple[str, ...], list[Task]] = {}
+    for unit, path in todo:
+        task = Task((unit, path), run_unit, (unit, settings, path, digest, timeout))
+        groups.setdefault(isolation_group(unit), []).append(task)
+    in_flight = workers
     with bar:
-        supervisor = Supervisor(pool, in_flight, timeout, lambda task: bar.update(), failed)
-        supervisor.run(tasks)
+        for group, tasks in sorted(groups.items()):
+            modules = sorted({task.key[0].mechanism.module for task in tasks} | set(group))
+            with unit_pool(backend, address, workers, modules, group_identity(group)) as (
+                pool,
+                in_flight,
+            ):
+                supervisor = Supervisor(pool, in_flight, timeout, lambda _: bar.update(), failed)
+                supervisor.run(tasks)
+    return in_flight
 
 
 def unit_name(unit: Unit) -> str:

@@ -29,7 +29,9 @@ The confidence-interval methods' rows have ``answer_rate`` 1, the columns of
 ``nonprivate_width``) and NaN in the others, which are NaN in every other row.
 
 :func:`estimates_problem` checks a release's sample and :func:`cdf_problem` its
-``cdf`` (on a few points, deterministically: it draws no random numbers).
+``cdf`` (on a few points, deterministically: it draws no random numbers);
+:func:`refusal_problem` checks its ``refusal_probability`` against the sample's ⊥s and
+:func:`domain_problem` a mode's sample against its finite domain.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 from experiments.harness.interval_metrics import INTERVAL_METRICS
 
@@ -181,3 +184,58 @@ def _refusal_probability(release: object) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if 0.0 <= value <= 1.0 else None
+
+
+CLAIM_ALPHA = 1e-9
+"""Family-wise false-alarm rate, over the cells of a sweep, of the harness's statistical
+check of a release's claim (:func:`refusal_problem`, Bonferroni over the cells): a release
+whose claim is true fails a row of a sweep with probability at most 1e-9."""
+
+
+def refusal_problem(release: object, sample: np.ndarray, level: float) -> str | None:
+    """None if ``release.refusal_probability`` is a probability that the ⊥s (NaN) of
+    ``sample`` agree with, else a one-line description of what is wrong.
+
+    The probability (0 when absent) must be a number in ``[0, 1]`` whatever the cdf
+    says.  The number of ⊥ among the ``T`` independent trials is then
+    ``Binomial(T, refusal_probability)``: the claim fails when the two-sided exact
+    binomial test (Clopper & Pearson's tail sums, :func:`scipy.stats.binomtest`) rejects
+    it at ``level``, i.e. with probability at most ``level`` if the claim is true
+    (a claim of 0 fails on one ⊥, a claim of 1 on one answer).
+    """
+    raw = getattr(release, "refusal_probability", 0.0)
+    try:
+        claimed = float(raw)
+    except (TypeError, ValueError):
+        claimed = math.nan
+    if not 0.0 <= claimed <= 1.0:  # NaN fails too
+        return f"refusal_probability {raw!r} is not a number in [0, 1]"
+    trials = int(sample.size)
+    refused = int(np.count_nonzero(np.isnan(sample)))
+    if claimed == 0.0 or claimed == 1.0:
+        p_value = 1.0 if refused == round(claimed * trials) else 0.0
+    else:
+        p_value = float(stats.binomtest(refused, trials, claimed).pvalue)
+    if p_value >= level:
+        return None
+    return (
+        f"{refused} of {trials} trials answered ⊥ (NaN) where refusal_probability = "
+        f"{claimed:.6g} expects {claimed * trials:.4g} (exact two-sided binomial test: "
+        f"p-value {p_value:.3g} < {level:.3g})"
+    )
+
+
+def domain_problem(sample: np.ndarray, lower: float, upper: float) -> str | None:
+    """None if every answer (not ⊥) of a mode's ``sample`` is an integer of ``[lower, upper]``
+    (the finite domain ``Y``, :mod:`mechanisms.core.domain`), else what is wrong: such an
+    output is not an answer at all, whatever the release says about clipping."""
+    answered = sample[~np.isnan(sample)]
+    outside = (answered != np.rint(answered)) | (answered < lower) | (answered > upper)
+    bad = int(np.count_nonzero(outside))
+    if not bad:
+        return None
+    example = float(answered[outside][0])
+    return (
+        f"{bad} of {sample.size} estimates of the mode are not integers of "
+        f"[{lower:g}, {upper:g}] (e.g. {example!r})"
+    )

@@ -35,7 +35,7 @@ not results_dir); its hash guards a results directory against mixing configs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any
 
@@ -144,6 +144,10 @@ class Settings:
     epsilons: tuple[float, ...]
     delta: str | float
     keep_estimates: bool
+    cells: int = 1
+    """The sweep's number of cells (units × ε): the statistical checks of a release's claims
+    share :data:`experiments.harness.metrics.CLAIM_ALPHA` over them (not part of the numbers:
+    it follows from the rest of the plan)."""
 
     def delta_for(self, n: int) -> float:
         """δ given to δ > 0 mechanisms on a dataset of ``n`` points (1/n: Duff paper, §6)."""
@@ -257,7 +261,8 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DI
             _check_constructible(
                 mechanism, statistic, epsilons, deltas if mechanism.takes_delta else {None}
             )
-    return Plan(settings, tuple(datasets), tuple(statistics), tuple(entries))
+    plan = Plan(settings, tuple(datasets), tuple(statistics), tuple(entries))
+    return replace(plan, settings=replace(settings, cells=len(plan.units()) * len(epsilons)))
 
 
 def build_statistics(entry: Mapping[str, Any]) -> list[Statistic]:

@@ -5,8 +5,11 @@ Layout of ``results_dir``::
     run.json          provenance: resolved config, `numbers` (what determines the
                       numbers) and its `config_hash`, seed, package versions (with
                       the peer libraries and plug-in packages installed), git
-                      commit + dirty flag, host, start/end times, n_jobs, runtime,
-                      one entry per invocation (resumes), failed-row summary
+                      commit + dirty flag, `code` (the identity of the code that ran,
+                      :mod:`experiments.harness.code_identity`, and how many stale units
+                      it recomputed), host, start/end times, n_jobs, runtime, one entry
+                      per invocation (resumes), failed-row summary, and `checksums`: the
+                      SHA-256 of summary.csv and estimates.npz ({} until they are written)
     summary.csv       one row per (dataset, subset, replicate, statistic, mechanism, ε), in plan
                       order; columns :data:`SUMMARY_COLUMNS`
     estimates.npz     (keep_estimates only) ``estimates``: float array (rows × trials),
@@ -14,8 +17,9 @@ Layout of ``results_dir``::
                       plus the 1-D arrays :data:`ESTIMATE_KEYS` naming each row
     units/<dataset id>/<statistic>/<label>/<replicate>.npz
                       one finished work unit: ``rows`` (a structured array with the
-                      summary columns, one row per ε), ``config_hash`` (the sweep's)
-                      and, if kept, ``estimates``
+                      summary columns, one row per ε), ``config_hash`` (the sweep's),
+                      ``code`` (the identity of the code that computed it,
+                      :mod:`experiments.harness.code_identity`) and, if kept, ``estimates``
     run.log           Hydra's log of the run (command-line runs only)
     .lock             held by the run writing into the directory (filelock)
 
@@ -44,8 +48,11 @@ Every file is written to a temporary file in the same directory and moved into
 place with ``os.replace``, so a file either exists complete or not at all.  A
 unit file whose rows are all ``ok`` marks the unit done: rerunning with the same
 ``results_dir`` skips it (a unit with failed rows is computed again, unless
-``retry_failed=false``), and summary.csv / estimates.npz are rebuilt from all
-unit files at the end.  A directory is owned by one config: a run takes its
+``retry_failed=false``; a unit computed by other code than the current one, or by a
+harness that did not record its code, is computed again), and summary.csv /
+estimates.npz are rebuilt from all unit files at the end, then ``run.json`` records
+the SHA-256 of each (``checksums``), which every reader checks
+(:mod:`experiments.harness.results_reader`).  A directory is owned by one config: a run takes its
 lock (:func:`lock_results_dir`) *before* comparing its ``run.json`` and holds it
 to the end, so two runs never write into one directory at once; a directory
 whose ``config_hash`` differs from the current config's is refused, and so is a
@@ -56,7 +63,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +123,19 @@ ESTIMATE_KEYS = (
 
 class ResultsDirError(ValueError):
     """A results directory that must not be written into (the message says why)."""
+
+
+class StaleUnitError(ResultsDirError):
+    """A unit file computed by other code than the current one (a resumed run recomputes it)."""
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes (hex)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def remove_temporaries(results_dir: Path) -> None:
@@ -252,31 +272,40 @@ def unit_path(
 
 
 def save_unit(
-    path: Path, rows: Mapping[str, np.ndarray], estimates: np.ndarray | None, digest: str
+    path: Path,
+    rows: Mapping[str, np.ndarray],
+    estimates: np.ndarray | None,
+    digest: str,
+    *,
+    code: str = "",
 ) -> None:
     """Store one unit: its rows (a structured array with the fields :data:`SUMMARY_COLUMNS`),
-    the config hash ``digest`` of its sweep and, when kept, its ``rows × trials`` estimates."""
+    the config hash ``digest`` of its sweep, the identity ``code`` of the code that
+    computed it and, when kept, its ``rows × trials`` estimates."""
     columns = [np.asarray(rows[column]) for column in SUMMARY_COLUMNS]
     records = np.empty(
         len(columns[0]), dtype=[(c, a.dtype) for c, a in zip(SUMMARY_COLUMNS, columns, strict=True)]
     )
     for column, values in zip(SUMMARY_COLUMNS, columns, strict=True):
         records[column] = values
-    arrays = {"rows": records, "config_hash": np.asarray(digest)}
+    arrays = {"rows": records, "config_hash": np.asarray(digest), "code": np.asarray(code)}
     if estimates is not None:
         arrays["estimates"] = estimates
     write_npz_atomic(path, arrays)
 
 
 def load_unit(
-    path: Path, *, rows: int, trials: int | None, digest: str
+    path: Path, *, rows: int, trials: int | None, digest: str, code: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Read a unit file of the sweep ``digest``; check it has ``rows`` rows and, if asked,
-    ``rows × trials`` estimates.  Any problem is one :class:`ResultsDirError` naming the file."""
+    ``rows × trials`` estimates, and, given ``code``, that the code it records is ``code``
+    (else :class:`StaleUnitError`).  Any problem is one :class:`ResultsDirError` naming the
+    file."""
     remedy = "delete it and rerun the same command to recompute it"
     try:
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as stored:
             stored_digest = str(stored["config_hash"]) if "config_hash" in stored else None
+            stored_code = str(stored["code"]) if "code" in stored else ""
             records = stored["rows"]
             estimates = stored["estimates"] if trials is not None else np.empty((rows, 0))
     except Exception as err:  # zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError
@@ -287,6 +316,12 @@ def load_unit(
         raise ResultsDirError(
             f"unit file {path} belongs to another configuration (config hash "
             f"{(stored_digest or 'none')[:12]}, this run's {digest[:12]}); {remedy}"
+        )
+    if code is not None and stored_code != code:
+        raise StaleUnitError(
+            f"unit file {path} was computed by other code (code {stored_code or 'unrecorded'}, "
+            f"this run's {code}: the code changed during the run, or the workers run other "
+            "code than the main process); rerun the same command to recompute it"
         )
     shape_ok = trials is None or estimates.shape == (rows, trials)
     if records.dtype.names != SUMMARY_COLUMNS or records.shape != (rows,) or not shape_ok:
@@ -299,22 +334,27 @@ def load_unit(
 
 def assemble(
     results_dir: Path,
-    paths: Iterable[Path],
+    paths: Sequence[Path],
     *,
     rows_per_unit: int,
     trials: int | None,
     digest: str,
+    codes: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Write ``summary.csv`` (and ``estimates.npz`` when ``trials`` is given) from unit files.
 
     Rows follow the order of ``paths`` (the plan's order), so the files do not
-    depend on the order in which units finished.
+    depend on the order in which units finished.  ``codes`` (one per path): the code
+    identity each unit file must record (:class:`StaleUnitError` otherwise).
     """
     import pandas as pd  # imported here: workers, which import this module, never need it
 
     records, matrices = [], []
-    for path in paths:
-        unit_rows, estimates = load_unit(path, rows=rows_per_unit, trials=trials, digest=digest)
+    expected: Iterable[str | None] = [None] * len(paths) if codes is None else codes
+    for path, code in zip(paths, expected, strict=True):
+        unit_rows, estimates = load_unit(
+            path, rows=rows_per_unit, trials=trials, digest=digest, code=code
+        )
         records.append(unit_rows)
         matrices.append(estimates)
     columns = {c: np.concatenate([r[c] for r in records]) for c in SUMMARY_COLUMNS}
@@ -332,7 +372,11 @@ def assemble(
 
 
 def read_summary(results_dir: Path) -> pd.DataFrame:
-    """Read ``summary.csv``; ``subset`` stays a string ("" for synthetic datasets)."""
+    """Read ``summary.csv`` as it is; ``subset`` stays a string ("" for synthetic datasets).
+
+    It checks nothing (not even the checksum ``run.json`` records): readers of results
+    use :func:`experiments.harness.results_reader.load`.
+    """
     import pandas as pd
 
     summary = pd.read_csv(results_dir / SUMMARY_FILE, dtype={"subset": str})

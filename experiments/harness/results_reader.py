@@ -12,7 +12,12 @@ write whole:
   plan, ``datasets × replicates × statistics × mechanisms × ε``, no more and no fewer;
   ``status == "ok"`` rows have finite, non-negative errors;
 * ``estimates.npz`` (when asked for): a ``rows × trials`` matrix whose identity
-  arrays (:data:`experiments.harness.results.ESTIMATE_KEYS`) repeat the summary's rows.
+  arrays (:data:`experiments.harness.results.ESTIMATE_KEYS`) repeat the summary's rows;
+* both: the SHA-256 that ``run.json`` records for them (``checksums``), so a value
+  edited by hand, rows swapped or a file copied from another run are refused
+  (:func:`verify_checksum`).  Runs of harnesses that did not record checksums (the
+  committed reference runs of formats 3 to 5) are read unverified
+  (:attr:`Results.verified` is False); a ``run.json`` of this harness always has them.
 
 Float columns are parsed by :class:`float` from their text
 (:mod:`experiments.harness.csv_tables`), so every number is the one the harness wrote,
@@ -52,6 +57,7 @@ from experiments.harness.results import (
     RUN_FILE,
     SUMMARY_COLUMNS,
     SUMMARY_FILE,
+    file_sha256,
 )
 from experiments.harness.run_manifest import (
     KEY,
@@ -95,6 +101,9 @@ class Results:
     """The plan's mechanism entries by label, in the plan's order."""
     estimates: Mapping[str, np.ndarray] | None = None
     """``estimates.npz`` (its ``estimates`` matrix row-aligned with ``summary``), if read."""
+    verified: bool = False
+    """Whether the files read matched the checksums of ``run.json`` (False: a run of a
+    harness that recorded none, read unverified)."""
 
     @property
     def numbers(self) -> Mapping[str, Any]:
@@ -110,6 +119,38 @@ class Results:
 def rebuild_hint(results_dir: Path) -> str:
     """The remedy for a broken summary or estimates file: rebuild it from the unit files."""
     return f"rerun the experiment with results_dir={results_dir} to rebuild it from its unit files"
+
+
+# ---------------------------------------------------------------------- checksums
+
+
+def verify_checksum(manifest: Mapping[str, Any], path: Path) -> bool:
+    """Check ``path`` against the SHA-256 that ``run.json`` (``manifest``) records for it.
+
+    Returns False for a run of a harness that recorded no checksums (no ``checksums``
+    and no ``code`` in its ``run.json``: formats 3 to 5), True when the file matches;
+    raises :class:`ResultsError` (naming the file and the remedy, in one line) when it
+    does not, or when a run that records checksums has none for it (a run not finished).
+    A missing file is left to its reader (``no such file``).
+    """
+    checksums = manifest.get("checksums")
+    if checksums is None and "code" not in manifest:
+        return False
+    if not path.is_file():
+        return True
+    recorded = checksums.get(path.name) if isinstance(checksums, Mapping) else None
+    if not isinstance(recorded, str):
+        raise ResultsError(
+            f"{path}: run.json records no checksum of it (run status "
+            f"{manifest.get('status')!r}: the run did not finish writing it); "
+            f"{rebuild_hint(path.parent)}"
+        )
+    if file_sha256(path) != recorded:
+        raise ResultsError(
+            f"{path}: its SHA-256 differs from the one run.json records (the file was edited, "
+            f"damaged or replaced after the run wrote it); {rebuild_hint(path.parent)}"
+        )
+    return True
 
 
 # --------------------------------------------------------------------- summary.csv
@@ -288,6 +329,7 @@ def load(results_dir: Path, *, estimates: bool = False) -> Results:
     }
     mechanisms = plan_mechanisms(numbers, run_path, display_names)
     expected = expected_cells(numbers, mechanisms, run_path)
+    verified = verify_checksum(manifest, summary_path)
     summary = _read_summary(summary_path, numbers)
     check_cells(summary, expected, mechanisms, summary_path)
     check_rows(summary, ROW_CHECKS, summary_path)
@@ -303,5 +345,7 @@ def load(results_dir: Path, *, estimates: bool = False) -> Results:
             trials = check_integer(numbers.get("trials"), "numbers.trials", minimum=1)
         except ValueError as err:
             raise ResultsError(f"{run_path}: {err}") from None
-        arrays = read_estimates(results_dir / ESTIMATES_FILE, summary, trials)
-    return Results(results_dir, manifest, summary, mechanisms, arrays)
+        estimates_path = results_dir / ESTIMATES_FILE
+        verified = verify_checksum(manifest, estimates_path) and verified
+        arrays = read_estimates(estimates_path, summary, trials)
+    return Results(results_dir, manifest, summary, mechanisms, arrays, verified)

@@ -80,24 +80,32 @@ def _ready(_: int) -> int:
     return os.getpid()
 
 
-def _init_worker(parent: int, modules: tuple[str, ...]) -> None:
+def _init_worker(parent: int, modules: tuple[str, ...], code: str = "") -> None:
     """In each loky worker: leave Ctrl-C to the main process; die with it; import the
-    mechanisms' modules up front, so that no unit's time limit pays for the imports."""
+    mechanisms' modules up front, so that no unit's time limit pays for the imports, and
+    read the source just imported (:func:`experiments.harness.code_identity.pin`: the
+    identity a unit records is the code's as imported; ``code``, the parent's identity of
+    it, only makes a changed code start fresh workers)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     for module in modules:
         with suppress(Exception):  # the unit that needs the module records the error
             import_module(module)
+    from experiments.harness.code_identity import pin
+
+    pin()
 
 
 class LokyPool:
     """joblib's loky process pool of ``workers`` processes, replaced after a crash;
-    each worker imports ``modules`` when it starts."""
+    each worker imports ``modules`` when it starts.  The pool is loky's reusable one:
+    a pool of other ``modules`` or ``code`` (the code identity of the parent) replaces
+    the workers of the previous one, so no worker outlives a change of either."""
 
     crashes: tuple[type[BaseException], ...] = (BrokenProcessPool,)
 
-    def __init__(self, workers: int, modules: Sequence[str] = ()) -> None:
-        self.workers, self.modules = workers, tuple(modules)
+    def __init__(self, workers: int, modules: Sequence[str] = (), code: str = "") -> None:
+        self.workers, self.modules, self.code = workers, tuple(modules), code
         self._executor: Any = None
 
     def _get(self) -> Any:
@@ -107,7 +115,7 @@ class LokyPool:
             self._executor = get_reusable_executor(
                 max_workers=self.workers,
                 initializer=_init_worker,
-                initargs=(os.getpid(), self.modules),
+                initargs=(os.getpid(), self.modules, self.code),
                 timeout=60,
             )
             # Started workers before the first unit, so that a unit's time since
@@ -192,8 +200,9 @@ class Supervisor:
             self._submit(self.pending.popleft())
 
     def _submit(self, task: Task) -> None:
+        future = self.pool.submit(task)  # may first start the pool's workers: not the unit's time
         task.started = time.monotonic()
-        self.inflight[self.pool.submit(task)] = task
+        self.inflight[future] = task
 
     def _finish(self, future: Any) -> None:
         task = self.inflight.pop(future)

@@ -8,6 +8,11 @@ The harness trusts nothing a mechanism says about itself:
   public ``bounding`` option says (clipped, or with the points outside dropped;
   Duff paper, section 4.1); a release whose ``true_value`` disagrees is recorded
   as a problem, and the rank error is counted on the same bounded data;
+* a release's ``refusal_probability`` must be a number in [0, 1], and the ⊥s (NaN) of
+  its sample must agree with it: a two-sided exact binomial test at
+  :data:`experiments.harness.metrics.CLAIM_ALPHA` = 1e-9 family-wise over the sweep's
+  cells (a release that claims 0 fails on its first ⊥); a mode's answers must be
+  integers of ``[a, b]`` whatever the release says about clipping;
 * the guarantee the mechanism claims is recorded beside the requested (ε, δ):
   ``guarantee_met`` is False when the claim is weaker than the request
   (ε' > ε or δ' > δ, e.g. LaplaceLN's zCDP conversion; ε' = ∞ for a non-private
@@ -20,7 +25,10 @@ The harness trusts nothing a mechanism says about itself:
   ``KeyboardInterrupt`` included, return a wrong sample, sleep past the unit's
   time limit — ends up as a ``status`` other than ``ok`` in its rows; a worker
   process that dies (``os._exit``, a segfault) is handled by
-  :mod:`experiments.harness.supervisor`, which records the unit as failed from outside.
+  :mod:`experiments.harness.supervisor`, which records the unit as failed from outside;
+* a plug-in never shares a worker process with the built-in mechanisms
+  (:mod:`experiments.harness.execute`), and each unit file records the identity of the
+  code that computed it (:mod:`experiments.harness.code_identity`).
 
 The time limit inside the worker is a ``SIGALRM`` timer (``signal.setitimer``),
 which interrupts Python code (a ``time.sleep``, a Python loop); code stuck in C
@@ -42,17 +50,26 @@ import numpy as np
 
 import mechanisms
 from experiments.base.seeding import noise_rng
+from experiments.harness.code_identity import unit_identity
 from experiments.harness.interval_metrics import (
     coverage_target,
     interval_metrics,
     interval_problem,
     nonprivate_width,
 )
-from experiments.harness.metrics import METRICS, cdf_problem, error_metrics, estimates_problem
+from experiments.harness.metrics import (
+    CLAIM_ALPHA,
+    METRICS,
+    cdf_problem,
+    domain_problem,
+    error_metrics,
+    estimates_problem,
+    refusal_problem,
+)
 from experiments.harness.plan import Settings, Unit
 from experiments.harness.results import SUMMARY_COLUMNS, save_unit
 from mechanisms.core.data import sorted_bounded
-from mechanisms.statistics import Statistic
+from mechanisms.statistics import Mode, Statistic
 
 MAX_STATUS = 300
 RELATIVE_SLACK = 1e-9
@@ -113,13 +130,18 @@ def _truth_problem(release: Any, truth: float) -> str | None:
 def _check_release(
     mechanism: object, release: Any, sample: object, truth: float, unit: Unit, settings: Settings
 ) -> str | None:
-    """The first problem with a point release's sample, truth claim or cdf, or None."""
+    """The first problem with a point release's sample, its ⊥s against its
+    ``refusal_probability``, a mode's domain, its truth claim or its cdf, or None."""
     lower, upper = unit.dataset.lower, unit.dataset.upper
     clipped = _outputs_clipped(release)
     may_refuse = getattr(type(mechanism), "may_refuse", False) is True
     problem = estimates_problem(
         sample, settings.trials, lower, upper, clipped=clipped, may_refuse=may_refuse
     )
+    if problem is None and isinstance(sample, np.ndarray):
+        problem = refusal_problem(release, sample, CLAIM_ALPHA / max(1, settings.cells))
+        if problem is None and unit.statistic.kind == Mode.kind:
+            problem = domain_problem(sample, lower, upper)
     if problem is None:
         problem = _truth_problem(release, truth)
     if problem is None:
@@ -311,9 +333,12 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 def run_unit(unit: Unit, settings: Settings, path: Path, digest: str, timeout: float | None) -> int:
     """Compute a unit and store it atomically at ``path``; return its number of failed rows.
 
-    ``digest`` (the sweep's config hash) is stored in the unit file.  A unit that
-    exceeds ``timeout`` seconds is stored with every row failed.
+    ``digest`` (the sweep's config hash) is stored in the unit file, and so is the
+    identity of the code that computes it, as this process loaded it
+    (:func:`experiments.harness.code_identity.unit_identity`).  A unit that exceeds
+    ``timeout`` seconds is stored with every row failed.
     """
+    code = unit_identity(unit)
     try:
         with time_limit(timeout):
             columns, estimates = compute_unit(unit, settings)
@@ -321,5 +346,5 @@ def run_unit(unit: Unit, settings: Settings, path: Path, digest: str, timeout: f
         columns, estimates = failed_unit(unit, settings, str(err)), None
     if settings.keep_estimates and estimates is None:
         estimates = np.full((len(settings.epsilons), settings.trials), np.nan)
-    save_unit(path, columns, estimates, digest)
+    save_unit(path, columns, estimates, digest, code=code)
     return int(np.count_nonzero(columns["status"] != "ok"))

@@ -57,6 +57,38 @@ def rank_distance(n: int, alpha: float, gaps: np.ndarray) -> np.ndarray:
     return np.abs(distance, out=distance)
 
 
+def rank_distance_change(n: int, alpha: float, gaps: np.ndarray, reference: int) -> np.ndarray:
+    """``|i - alpha·n| - |reference - alpha·n|`` for the gap indices ``i`` of ``gaps``, each
+    correct to an ulp or two *of itself* (not of the distances, which may be ``~n``).
+
+    With ``alpha·n = whole + f`` exactly (:func:`split_alpha_n`), a gap ``i <= whole`` is
+    at ``(whole - i) + f`` and a gap ``i > whole`` at ``(i - whole - 1) + (1 - f)``, so a
+    change is an integer ``M`` plus ``0`` or ``±g`` with ``g = f - (1 - f) = (2·rest - Q)/Q``
+    (``alpha = P/Q``).  ``g = g_hi + g_lo`` is split into two floats exactly enough
+    (``g_lo`` is ``g - g_hi`` rounded), and ``(M ± g_hi) ± g_lo`` is summed in that order:
+    where the change is small (``|M| <= 1`` and ``|g_hi| >= 1/2``, or ``M = 0``), ``M ± g_hi``
+    is exact (Sterbenz) and the result is rounded once; elsewhere it is at least 1/2 and
+    rounded a few times at its own ulp.  The exponential mechanisms use it to shift their
+    scores exactly at huge ε (:mod:`mechanisms.sampling.piecewise`).
+    """
+    exact = exact_alpha(alpha)
+    whole, rest = divmod(exact.numerator * int(n), exact.denominator)
+    g = Fraction(2 * rest - exact.denominator, exact.denominator)
+    g_hi = float(g)
+    g_lo = float(g - Fraction(g_hi))
+    i = np.asarray(gaps, dtype=np.int64)
+    right = i > whole
+    integer = np.where(right, i - (whole + 1), whole - i)  # |i - alpha·n| minus its f or 1 - f
+    reference_right = reference > whole
+    integer -= reference - (whole + 1) if reference_right else whole - reference
+    # f - (1 - f) = g where i is left of alpha·n and the reference right, -g the other way
+    side = np.subtract(reference_right, right, dtype=np.float64)
+    change = integer.astype(np.float64)
+    change += side * g_hi
+    change += side * g_lo
+    return change
+
+
 def sensitivity(alpha: float, neighbouring: Neighbouring) -> float:
     """``Δu``: ``max(alpha, 1 - alpha)`` for add/remove (Theorem 3), 1 for replace-one (Thm 2)."""
     if neighbouring is Neighbouring.REPLACE_ONE:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Sequence
 from decimal import Decimal
 
 import numpy as np
@@ -92,13 +92,21 @@ def check_data(data: object) -> np.ndarray:
     data is a mistake more often than a 0/1 sample; convert with
     ``.astype(float)``), complex numbers (no silent loss of the imaginary part),
     ``datetime64``/``timedelta64`` (no silent unit counts), strings and bytes
-    (no parsing), other objects, arrays that are not 1-D, and NaN or ±inf.
+    (no parsing), other objects, arrays that are not 1-D, NaN or ±inf, and
+    **masked arrays** (``numpy.ma.MaskedArray``, even with nothing masked): numpy
+    reads through the mask, so a masked entry would be released as a data point;
+    pass ``data.compressed()`` for the unmasked values.
 
     The empty dataset is accepted: it is a neighbour of every one-point dataset
     under add/remove, so refusing it would reveal emptiness through an exception;
     every mechanism releases from its distribution on the empty dataset (whose
     lower median is the lower bound ``a``; module docstring).
     """
+    if isinstance(data, np.ma.MaskedArray):
+        raise ValueError(
+            "data must not be a masked array (its masked entries would be read as data); "
+            "pass data.compressed() for the unmasked values"
+        )
     try:
         array = np.asarray(data)
     except (TypeError, ValueError):  # ragged nesting
@@ -137,16 +145,19 @@ def _is_real_number(value: object) -> bool:
 def check_bounds(bounds: object) -> tuple[float, float]:
     """Return the public range ``(a, b)`` as floats with ``a < b`` and ``b - a`` finite.
 
+    ``bounds`` must hold exactly two real numbers, each an ``int``, ``float``,
+    ``fractions.Fraction``, ``decimal.Decimal`` or numpy real (never a ``bool`` or
+    ``numpy.bool_``: ``(False, True)`` is not ``(0, 1)``), in a tuple, a list, another
+    sequence (a Hydra ``ListConfig``) or a 1-D numpy array.  Anything else is a
+    ``ValueError`` naming ``bounds``: strings and bytes (``"09"`` is not ``(0, 9)``,
+    ``b"\x00\x14"`` not ``(0, 20)``, ``("0", "20")`` is not parsed), mappings, sets and
+    iterators (no order, or read only once), masked arrays and arrays that are not 1-D.
+
     ``b - a`` is the global sensitivity of the median and the length of the
     exponential mechanisms' base measure, so it must be a float64 too
     (``(-1e308, 1e308)`` is refused: its width overflows).
     """
-    try:
-        if not isinstance(bounds, Iterable):
-            raise TypeError
-        lower, upper = map(float, bounds)
-    except (TypeError, ValueError):
-        raise ValueError(f"bounds must be a pair (a, b) of numbers, got {bounds!r}") from None
+    lower, upper = _real_pair(bounds)
     if not (math.isfinite(lower) and math.isfinite(upper)):
         raise ValueError(f"bounds must be finite, got {bounds!r}")
     if not lower < upper:
@@ -156,18 +167,50 @@ def check_bounds(bounds: object) -> tuple[float, float]:
     return lower, upper
 
 
-def check_integer(value: object, name: str, *, minimum: int | None = None) -> int:
+def _real_pair(bounds: object) -> tuple[float, float]:
+    """The two entries of ``bounds`` as floats (possibly ±inf or NaN; :func:`check_bounds`
+    checks the values); ``ValueError`` naming ``bounds`` unless it is a sequence or 1-D
+    array of exactly two real numbers (not booleans)."""
+    wanted = f"bounds must be a pair (a, b) of numbers, got {bounds!r}"
+    if isinstance(bounds, np.ma.MaskedArray | str | bytes | bytearray):
+        raise ValueError(wanted)
+    if isinstance(bounds, np.ndarray):
+        if bounds.ndim != 1:
+            raise ValueError(wanted)
+        items = bounds.tolist() if bounds.dtype.kind == "O" else list(bounds)
+    elif isinstance(bounds, Sequence) and not isinstance(bounds, memoryview):
+        items = list(bounds)
+    else:  # a number, None, a mapping, a set, an iterator, ...
+        raise ValueError(wanted)
+    if len(items) != 2 or not all(_is_real_number(value) for value in items):
+        raise ValueError(wanted)
+    try:
+        with np.errstate(over="ignore"):  # a long double beyond float64's range: ±inf
+            return float(items[0]), float(items[1])
+    except (OverflowError, ValueError):  # a Python int beyond float64's range, Decimal('sNaN')
+        raise ValueError(f"bounds must be finite, got {bounds!r}") from None
+
+
+def check_integer(
+    value: object, name: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """``value`` as an ``int``; ``ValueError`` naming ``name`` unless it is an integer
-    (``int`` or ``numpy.integer``, never ``bool``) of at least ``minimum``.
+    (``int`` or ``numpy.integer``, never ``bool``) of at least ``minimum`` and at most
+    ``maximum``.
 
     The one integer check of the project, in the spirit of scikit-learn's
     ``check_scalar``: configs, options and sizes all go through it.
     """
-    wanted = "an integer" if minimum is None else f"an integer >= {minimum}"
-    integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not integer or (minimum is not None and value < minimum):  # type: ignore[operator]
+    bounds = [f">= {minimum}"] if minimum is not None else []
+    bounds += [f"<= {maximum}"] if maximum is not None else []
+    wanted = " ".join(["an integer", " and ".join(bounds)]).strip()
+    integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool | np.bool_)
+    if not integer:
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
-    return int(value)  # type: ignore[call-overload]
+    number = int(value)  # type: ignore[call-overload]
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return number
 
 
 def check_size(size: int) -> int:

@@ -121,6 +121,13 @@ def buffered_em(
         score *= -kappa
         return score
 
+    def relative_score(gaps: np.ndarray, reference: int) -> np.ndarray:
+        # integer distances: the change is exact (huge ε)
+        score = np.abs(np.subtract(gaps, rank, dtype=np.float64))
+        score -= abs(reference - rank)
+        score *= -kappa
+        return score
+
     return PiecewiseUniformRelease(
         shifted,
         lower - buffer,
@@ -128,6 +135,7 @@ def buffered_em(
         log_score,
         mode=rank,
         true_value=float(lower) if rank == 0 else float(sorted_x[rank - 1]),
+        relative_score=relative_score,
     )
 
 
@@ -142,7 +150,7 @@ def failure_bound(n: int, rank: int, *, kappa: float, log_rho: float) -> float:
     :data:`TAIL_EXPONENT` and the rest is bounded by its first weight (which
     exceeds the whole remaining sum), so the value never underestimates ``F``.
     """
-    full = log_rho / kappa  # weight 1 for c − k <= full
+    full = max(0.0, log_rho / kappa)  # weight 1 for c − k <= full (none if ρ < 1)
     last_full = n if full >= n - rank else rank + math.floor(full)
     total = float(stats.binom.cdf(last_full, n, 0.5))
     if last_full >= n:
@@ -150,7 +158,8 @@ def failure_bound(n: int, rank: int, *, kappa: float, log_rho: float) -> float:
     span = n if TAIL_EXPONENT / kappa >= n else math.ceil(TAIL_EXPONENT / kappa)
     last = min(n, last_full + span)
     counts = np.arange(last_full + 1, last + 1)
-    weights = np.exp(log_rho - kappa * (counts - rank))
+    with np.errstate(over="ignore"):  # κ·d beyond float64 (huge ε): weight e^{-inf} = 0
+        weights = np.exp(log_rho - kappa * (counts - rank))
     total += float(np.dot(stats.binom.pmf(counts, n, 0.5), weights))
     if last < n:
         total += math.exp(log_rho - kappa * (last + 1 - rank))
@@ -177,6 +186,8 @@ class BufferedEMInterval(IntervalMechanism):
         super().__init__(epsilon=epsilon, delta=delta, alpha=alpha)
         self.granularity = check_open_unit(granularity, "granularity")
         self.endpoint_epsilon = self.epsilon / 2.0
+        if self.kappa == 0.0:
+            raise ValueError(f"epsilon: epsilon/4 underflows float64, got epsilon={epsilon!r}")
 
     @property
     def kappa(self) -> float:

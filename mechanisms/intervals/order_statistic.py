@@ -59,7 +59,8 @@ def union_rank(n: int, alpha: float, *, kappa: float, log_rho: float) -> int | N
         return None
     first = max(1, math.floor(threshold) + 1)
     steps = np.arange(first, n + 2)
-    privacy = np.exp(log_rho - kappa * steps)
+    with np.errstate(over="ignore"):  # κ·j beyond float64 (huge ε): e^{-inf} = 0
+        privacy = np.exp(log_rho - kappa * steps)
     cdf = binomial_half_cdf(n)
     counts = np.searchsorted(cdf, alpha / 2.0 - privacy, side="right") - 1
     best = int(np.max(counts - steps + 1))

@@ -64,6 +64,10 @@ n ∈ {100, 1000}, ε ∈ {0.5, 2}; 20 blocks were about 10% narrower at n = 100
 covered only 0.82 at n = 100, ε = 2 (blocks of 5 points, where the lower median of
 an even-sized block is biased low)."""
 
+MAX_BLOCKS = 10**6
+"""Largest ``blocks``: each draw releases the estimator once per block (and the sign-test
+rank tabulates a binomial cdf over the blocks), so more could not run."""
+
 
 class SubsampleRelease(IntervalRelease):
     """The interval of :class:`SubsampleAggregate` on one dataset (sampled, no exact coverage)."""
@@ -134,7 +138,7 @@ class SubsampleAggregate(IntervalMechanism):
         super().__init__(epsilon=epsilon, delta=delta, alpha=alpha)
         self.estimator = self._configured(estimator)
         self.neighbouring = self.estimator.neighbouring
-        self.blocks = check_integer(blocks, "blocks", minimum=1)
+        self.blocks = check_integer(blocks, "blocks", minimum=1, maximum=MAX_BLOCKS)
         rank = sign_test_rank(self.blocks, self.alpha)
         if rank is None:
             raise ValueError(

@@ -77,7 +77,10 @@ distribution, as :mod:`mechanisms.median.duff_utility` does for the quantiles.
 Floating point: the prefix sums are float64 cumulative sums of non-negative
 terms (relative error at most ``j·2**-53`` in ``P_j``), so every end point is
 within a relative ``n·2**-52`` of its exact value; ``L`` and ``U`` are made
-monotone (a no-op in exact arithmetic) so that rounding never unsorts them.
+monotone (a no-op in exact arithmetic) so that rounding never unsorts them.  When
+``(n + 1)·(b - a)`` could overflow float64 (bounds near ±1e308), the distances are
+first divided by a power of two ``u > (b - a)/2`` (exact) and the shortfalls multiplied
+back by it: the same floats, without an overflow of the prefix sums.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms.core.data import read_only
+from mechanisms.core.data import read_only, sum_unit
 from mechanisms.core.guarantee import Neighbouring
 
 
@@ -155,17 +158,18 @@ def mean_levels(
     """
     x = np.asarray(sorted_x, dtype=np.float64)
     n = x.size
-    near_lower = x - lower  # ascending
-    near_upper = upper - x[::-1]  # ascending
+    unit = sum_unit(upper - lower, n)  # 1 unless the prefix sums could overflow
+    near_lower = (x - lower) / unit  # ascending
+    near_upper = (upper - x[::-1]) / unit  # ascending
     if neighbouring is Neighbouring.ADD_REMOVE:
-        low = lower + kept_shortfall(near_lower, n + 1)
-        high = upper - kept_shortfall(near_upper, n + 1)
+        low = lower + kept_shortfall(near_lower, n + 1) * unit
+        high = upper - kept_shortfall(near_upper, n + 1) * unit
     elif n == 0:
         low, high = np.array([lower]), np.array([upper])
     else:
         kept = np.arange(n - 1, -1, -1)  # n - k for k = 1..n
-        low = lower + np.cumsum(np.append(0.0, near_lower))[kept] / n
-        high = upper - np.cumsum(np.append(0.0, near_upper))[kept] / n
+        low = lower + np.cumsum(np.append(0.0, near_lower))[kept] / n * unit
+        high = upper - np.cumsum(np.append(0.0, near_upper))[kept] / n * unit
     low = np.minimum.accumulate(np.clip(low, lower, upper))
     high = np.maximum.accumulate(np.clip(high, lower, upper))
     return MeanLevels(read_only(low), read_only(high))

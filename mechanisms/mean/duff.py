@@ -75,6 +75,12 @@ class DuffMeanRelease(Release):
             u *= -half_epsilon
             return u
 
+        def relative_score(pieces: np.ndarray, reference: int) -> np.ndarray:
+            # integer levels: the change of level is exact (huge ε)
+            u = (np.abs(pieces - middle) - abs(reference - middle)).astype(np.float64)
+            u *= -half_epsilon
+            return u
+
         self.distribution = PiecewiseUniformRelease(
             levels.edges(),
             lower,
@@ -83,6 +89,7 @@ class DuffMeanRelease(Release):
             mode=middle,
             true_value=self.true_value,
             sampler=sampler,
+            relative_score=relative_score,
         )
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:

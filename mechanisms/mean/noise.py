@@ -39,11 +39,22 @@ Exact cdf of the ratio (add/remove).  For ``q = x - c`` and ``T = Σ (y - c)``,
 for the Gaussian (:func:`gaussian_joint`) a bivariate normal probability, by
 Owen's T function (Owen, "Tables for computing bivariate normal probabilities",
 1956).  Both are accurate to a few ``1e-16`` absolutely.
+
+Wide bounds.  ``T`` (up to ``n·(b - a)/2``) and ``q·n`` may overflow float64 although
+the estimate does not (``(b - a)/2 <= 9e307`` after
+:func:`mechanisms.core.validation.check_bounds`); when they could, the release keeps
+``T``, ``σ_s`` and ``q`` in units of a power of two ``u`` near ``(b - a)/2``
+(:func:`mechanisms.core.data.sum_unit`; ``u = 1`` otherwise): dividing by ``u`` is exact,
+so every float is the one computed in data units wherever that one does not overflow,
+and the estimate is multiplied back by ``u`` last.  ε (and δ) so small that their halves
+underflow to 0, bounds whose half-width underflows, and noise scales that overflow or
+underflow are refused with a ``ValueError`` naming them.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from abc import abstractmethod
 from collections.abc import Callable
 from types import MappingProxyType
@@ -52,7 +63,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import special
 
-from mechanisms.core.data import mean_value
+from mechanisms.core.data import mean_value, sum_unit
 from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.interface import Release
 from mechanisms.core.presentation import FigureStyle
@@ -66,8 +77,9 @@ JointProbability = Callable[[np.ndarray, np.ndarray, float], np.ndarray]
 """``(g0, γ, t1) -> P(Z_s <= g0 + γ·Z_c, Z_c > t1)`` for independent standard noises."""
 
 LAPLACE_HORIZON = 1500.0
-"""Beyond ``max(t1, 0) + 1500`` the Laplace density ``e^{-|t|}/2`` is below ``e^{-1500}``:
-the integral of :func:`laplace_joint` stops there (the rest is 0 in float64)."""
+"""Beyond ``max(t1, 0) + 1500`` (and below ``-1500``) the Laplace density ``e^{-|t|}/2`` is
+below ``e^{-1500}``: the integral of :func:`laplace_joint` stops there (the rest is 0 in
+float64)."""
 
 
 def sum_sensitivity(lower: float, upper: float) -> float:
@@ -103,11 +115,14 @@ def laplace_joint(shift: np.ndarray, slope: np.ndarray, start: float) -> np.ndar
     ``∫_start^∞ e^{-|t|}/2 · F(g(t)) dt`` with ``g(t) = shift + slope·t`` and
     ``F(g) = e^g/2`` (``g < 0``), ``1 - e^{-g}/2`` (``g >= 0``).  Between the break
     points ``0`` and ``-shift/slope`` both signs are constant and the integrand is
-    a sum of exponentials of ``t``, integrated exactly (:func:`_exp_integral`).
+    a sum of exponentials of ``t``, integrated exactly (:func:`_exp_integral`).  The
+    integral starts at ``-1500`` at the earliest: below, the density is under
+    ``e^{-1500}`` (0 in float64), and ``start`` may be ``-inf`` (``σ_c`` near 0).
     """
     g0, gamma = np.broadcast_arrays(
         np.asarray(shift, dtype=np.float64), np.asarray(slope, dtype=np.float64)
     )
+    start = max(start, -LAPLACE_HORIZON)
     horizon = max(start, 0.0) + LAPLACE_HORIZON
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         root = np.where(gamma != 0, -g0 / gamma, start)
@@ -118,7 +133,8 @@ def laplace_joint(shift: np.ndarray, slope: np.ndarray, start: float) -> np.ndar
     total = np.zeros(g0.shape)
     for left, right in ((begin, first), (first, second), (second, np.full(g0.shape, horizon))):
         sign = np.where(left >= 0, -1.0, 1.0)  # e^{-|t|} = e^{sign·t} on the piece
-        below = g0 + gamma * (0.5 * left + 0.5 * right) < 0  # the sign of g on the piece
+        with np.errstate(over="ignore"):  # γ·t beyond float64 (huge ε): its sign is kept
+            below = g0 + gamma * (0.5 * left + 0.5 * right) < 0  # the sign of g on the piece
         lower_tail = _exp_integral(g0 + math.log(0.25), sign + gamma, left, right)
         upper_tail = _exp_integral(np.full(g0.shape, math.log(0.5)), sign, left, right)
         upper_tail -= _exp_integral(math.log(0.25) - g0, sign - gamma, left, right)
@@ -185,8 +201,13 @@ class RatioMeanRelease(Release):
         self.n = int(sorted_x.size)
         self.true_value = mean_value(sorted_x, lower)
         self.centre = self.lower + (self.upper - self.lower) / 2
-        self.centred_sum = math.fsum((sorted_x - self.centre).tolist())
+        # T, σ_s and q in a unit (1, or a power of two near (b - a)/2 when T, up to
+        # n·(b - a)/2, or q·n could overflow): exact (module docstring, "Wide bounds")
+        self._unit = sum_unit((self.upper - self.lower) / 2, self.n)
+        self._unit_sum = math.fsum(((sorted_x - self.centre) / self._unit).tolist())
+        self.centred_sum = self._unit_sum * self._unit  # T (inf if it overflows float64)
         self.sum_scale, self.count_scale = float(sum_scale), float(count_scale)
+        self._unit_sum_scale = self.sum_scale / self._unit
         self.noise, self.joint, self.clip = noise, joint, bool(clip)
         self.parameters = MappingProxyType(
             {"sum_scale": self.sum_scale, "count_scale": self.count_scale}
@@ -194,11 +215,13 @@ class RatioMeanRelease(Release):
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
         size, rng = check_size(size), check_rng(rng)
-        noisy_sum = self.centred_sum + self.sum_scale * self.noise.sample(size, rng)
+        noisy_sum = self._unit_sum + self._unit_sum_scale * self.noise.sample(size, rng)
         count = self.n + self.count_scale * self.noise.sample(size, rng)
         np.maximum(count, 1.0, out=count)
         with np.errstate(over="ignore"):  # beyond float64: ±inf, which the clip maps to a, b
-            out = self.centre + noisy_sum / count
+            noisy_sum /= count
+            noisy_sum *= self._unit
+            out = self.centre + noisy_sum
         return np.clip(out, self.lower, self.upper) if self.clip else out
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
@@ -206,12 +229,13 @@ class RatioMeanRelease(Release):
         points = np.asarray(x, dtype=np.float64)
         finite = np.isfinite(points)
         q = np.where(finite, points - self.centre, 0.0)
-        start = (1 - self.n) / self.count_scale
-        clamped = self.noise.cdf(np.array(start)) * self.noise.cdf(
-            (q - self.centred_sum) / self.sum_scale
-        )
-        shift = (q * self.n - self.centred_sum) / self.sum_scale
-        slope = q * (self.count_scale / self.sum_scale)
+        with np.errstate(over="ignore", divide="ignore"):  # ±inf: the limits F(±inf)
+            unit_q = q / self._unit
+            start = (1 - self.n) / self.count_scale
+            standard = (unit_q - self._unit_sum) / self._unit_sum_scale
+            shift = (unit_q * self.n - self._unit_sum) / self._unit_sum_scale
+            slope = q * (self.count_scale / self.sum_scale)
+        clamped = self.noise.cdf(np.array(start)) * self.noise.cdf(standard)
         values = np.clip(clamped + self.joint(shift, slope, start), 0.0, 1.0)
         values = np.where(finite, values, np.where(points > 0, 1.0, 0.0))
         if self.clip:
@@ -232,7 +256,10 @@ class MeanNoiseMechanism(NoiseMechanism):
     def _release(self, sorted_x: np.ndarray, lower: float, upper: float) -> Release:
         delta = self.delta or 0.0
         if self.neighbouring is Neighbouring.REPLACE_ONE:
-            scale = self.scale(self.epsilon, delta, mean_sensitivity(lower, upper, sorted_x.size))
+            sensitivity = mean_sensitivity(lower, upper, sorted_x.size)  # n is public here
+            if sensitivity == 0.0:
+                raise ValueError(f"bounds: (b - a)/n underflows float64, got {(lower, upper)}")
+            scale = self.scale(self.epsilon, delta, sensitivity)
             return self.additive_release(
                 sorted_x,
                 lower,
@@ -243,12 +270,20 @@ class MeanNoiseMechanism(NoiseMechanism):
                 parameters={},
             )
         half_epsilon, half_delta = self.epsilon / 2, delta / 2
+        if half_epsilon == 0.0 or half_delta == 0.0 < delta:
+            which = "epsilon" if half_epsilon == 0.0 else "delta"
+            raise ValueError(f"{which}: {which}/2 underflows float64 (the sum and count split it)")
+        if sum_sensitivity(lower, upper) == 0.0:
+            raise ValueError(f"bounds: (b - a)/2 underflows float64, got {(lower, upper)}")
         sum_scale = float(self.scale(half_epsilon, half_delta, sum_sensitivity(lower, upper)))
         count_scale = float(self.scale(half_epsilon, half_delta, 1.0))
-        if not (math.isfinite(sum_scale) and math.isfinite(count_scale)):
+        tiny = sys.float_info.min  # a subnormal scale has lost its precision (and 1/σ overflows)
+        normal = tiny <= sum_scale < math.inf and tiny <= count_scale < math.inf
+        if not (normal and math.isfinite(count_scale / sum_scale)):  # γ = q·σ_c/σ_s (cdf)
             raise ValueError(
                 f"epsilon, bounds: the noise scales of the sum and the count "
-                f"({sum_scale!r}, {count_scale!r}) must be finite in float64"
+                f"({sum_scale!r}, {count_scale!r}) must be normal float64 numbers of a "
+                "finite ratio"
             )
         return RatioMeanRelease(
             sorted_x,

@@ -162,6 +162,13 @@ class Duff(WindowedMechanism):
             u *= half_epsilon
             return u
 
+        def relative_score(gaps: np.ndarray, reference: int) -> np.ndarray:
+            # u are integers (exact in float64), so u - u(reference) is exact (huge ε)
+            u = distance.gap_utility(gaps)
+            u -= distance.gap_utility(np.array([reference], dtype=np.int64)).item()
+            u *= half_epsilon
+            return u
+
         return PiecewiseUniformRelease(
             order,
             lower,
@@ -170,6 +177,7 @@ class Duff(WindowedMechanism):
             mode=distance.mode,
             true_rank=distance.rank if n else 0,
             sampler=self.sampler,
+            relative_score=relative_score,
         )
 
     def error_bounds(

@@ -82,6 +82,10 @@ from mechanisms.smooth.tuning import EvenlySpaced
 
 DEFAULT_REFUSAL_TARGET = 0.5
 DEFAULT_REFERENCE_SIZE = 1000
+MAX_REFERENCE_SIZE = 2**52
+"""Largest ``reference_size`` (a ``ValueError`` above it): the reference data's points
+``(i + 1/2)/n`` have exact numerators in float64 and their ranks stay in int64 (beyond
+2^63 they overflowed: an ``OverflowError``, or a wrong proposal)."""
 
 
 def instability_gaps(sorted_x: np.ndarray, lower: float, upper: float, k: np.ndarray) -> np.ndarray:
@@ -128,7 +132,8 @@ def reference_proposal(n: int, scaled_tau: float, epsilon_test: float, target: f
     """The proposal (fraction of ``b - a``) refused with probability <= ``target`` on the
     reference data of size ``n`` (module docstring)."""
     inverse = math.log(2.0 * target) if target < 0.5 else -math.log(2.0 * (1.0 - target))
-    needed = max(0, math.ceil((scaled_tau - inverse) / epsilon_test))
+    ratio = (scaled_tau - inverse) / epsilon_test  # +inf for a tiny ε: no proposal passes
+    needed = n + 1 if ratio >= n + 1 else 0 if ratio <= 0 else math.ceil(ratio)
     needed = min(needed, n + 1)  # A_ref(k) = 1 (the whole width) from k = n on
     reference = EvenlySpaced(n)
     gap = instability_gaps(reference, 0.0, 1.0, np.array([max(needed, 1) - 1]))  # type: ignore[arg-type]
@@ -205,7 +210,9 @@ class PTRMedian(Mechanism[Release]):
                 proposal, "proposal", minimum=0.0, maximum=1.0, open_maximum=False
             )
         self.refusal_target = check_open_unit(refusal_target, "refusal_target")
-        self.reference_size = check_integer(reference_size, "reference_size", minimum=1)
+        self.reference_size = check_integer(
+            reference_size, "reference_size", minimum=1, maximum=MAX_REFERENCE_SIZE
+        )
         self.clip_output = check_flag(clip_output, "clip_output")
         self.epsilon_test = self.epsilon_release = 0.5 * self.epsilon
         if self.epsilon_test == 0.0:

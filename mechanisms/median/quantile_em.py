@@ -58,6 +58,7 @@ from mechanisms.core.quantiles import (
     check_alpha,
     quantile_rank,
     rank_distance,
+    rank_distance_change,
     sensitivity,
     split_alpha_n,
 )
@@ -122,6 +123,11 @@ class QuantileEM(WindowedMechanism):
             distance *= -scale
             return distance
 
+        def relative_score(gaps: np.ndarray, reference: int) -> np.ndarray:
+            change = rank_distance_change(n, alpha, gaps, reference)  # exact, at huge ε
+            change *= -scale
+            return change
+
         whole, fraction = split_alpha_n(n, alpha)
         mode = whole + (fraction > 0.5)  # the gap index nearest to alpha·n
         return PiecewiseUniformRelease(
@@ -132,6 +138,7 @@ class QuantileEM(WindowedMechanism):
             mode=mode,
             true_rank=quantile_rank(n, alpha) if n else 0,
             sampler=self.sampler,
+            relative_score=relative_score,
         )
 
     def error_bounds(

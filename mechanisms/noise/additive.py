@@ -103,7 +103,11 @@ class Scale:
             return math.inf
 
     def times(self, z: np.ndarray) -> np.ndarray:
-        """``scale·z`` elementwise; ``±inf`` where the product overflows float64."""
+        """``scale·z`` elementwise; ``±inf`` where the product overflows float64, and ``±0``
+        for a scale that underflowed to 0 (also where ``z`` is infinite: Student's T with
+        a tiny ``d`` draws ``±inf``)."""
+        if self.significand == 0.0:
+            z = np.where(np.isinf(z), 0.0, z)
         with np.errstate(over="ignore"):
             out = self.significand * z
             return np.ldexp(out, self.exponent) if self.exponent else out

@@ -32,6 +32,26 @@ normalised by a cumulative sum and a ``RandomState`` uniform; it takes the
 maximum before multiplying by the lengths (diffprivlib issue #107), so when many
 points tie at the mode its weights can all underflow.  The datasets of this
 benchmark have no ties, where it is exact to float rounding.
+
+The cdf at huge ε.  There the library's weights are ``exp(scale·(u_i - max u))``
+with its own float utilities ``u_i = -|i - alpha·k|`` (``alpha·k`` a float): gaps
+whose float utility ties with the best get mass in proportion to their lengths,
+the others ``exp(-huge) = 0``.  The cdf follows the same arithmetic: when its
+scores would swamp the log lengths (:data:`mechanisms.sampling.piecewise.EXACT_SCORES`)
+it uses ``scale·(u_i - max u)`` computed as the library computes it, so the cdf is
+the library's distribution at every ε (checked against its samples at ε up to 1e300
+in ``tests/mechanisms/peers``); ε is capped like the rank EMs'
+(:func:`mechanisms.sampling.piecewise.score_epsilon`, the same distribution).  Where
+the library fails: when every gap of the best float utility has length 0 (ties at
+the quantile, or at ``a``/``b``) and ε is huge, or ties push the positive-length gaps
+so far down that their weights underflow (issue #107), its weights are all 0 and
+``diffprivlib.tools.quantile`` raises ``RuntimeError`` ("Can't find a candidate"), an
+error that depends on the data.  The adapter then draws that estimate from the cdf's
+distribution, the exact EM with the library's utilities (mass on the best
+positive-length gaps), and counts it in ``library_failures``.
+``epsilon / max(alpha, 1 - alpha)`` beyond float64 (add/remove, ε above ~9e307) is
+refused with a ``ValueError`` naming epsilon: the library would then take
+``scale = inf`` and weigh every gap within ``1e-8`` of the best utility.
 """
 
 from __future__ import annotations
@@ -46,7 +66,7 @@ from mechanisms.core.quantiles import check_alpha, quantile_value, sensitivity
 from mechanisms.core.registration import register
 from mechanisms.core.validation import check_rng, check_size
 from mechanisms.peers import PeerMechanism, require
-from mechanisms.sampling.piecewise import PiecewiseUniformRelease
+from mechanisms.sampling.piecewise import PiecewiseUniformRelease, score_epsilon
 
 MIN_WIDTH = 1e-5
 """diffprivlib widens bounds narrower than this (``check_bounds(min_separation=1e-5)``)."""
@@ -60,17 +80,31 @@ class DiffprivlibRelease(Release):
     ) -> None:
         self.lower, self.upper, self.n = float(lower), float(upper), int(sorted_x.size)
         self.alpha, self.library_epsilon = alpha, library_epsilon
+        self.library_failures = 0  # draws the library could not make (module docstring)
         self._x = sorted_x
         alpha_k = alpha * self.n  # the library's float product
-        scale = 0.5 * library_epsilon
+        scale = 0.5 * score_epsilon(library_epsilon, self.n)
 
         def log_score(gaps: np.ndarray) -> np.ndarray:
             return -scale * np.abs(gaps - alpha_k)
 
+        def library_score(gaps: np.ndarray, reference: int) -> np.ndarray:
+            # at huge ε: scale·(u - u_ref) with the library's float utilities u, u_ref that
+            # of the best positive-length gap: the library's max u wherever it can sample
+            utility = -np.abs(gaps - alpha_k)
+            utility -= -abs(reference - alpha_k)
+            return scale * utility
+
         mode = min(max(math.floor(alpha_k + 0.5), 0), self.n)
         self.true_value = quantile_value(sorted_x, alpha, lower)
         self._exact = PiecewiseUniformRelease(
-            sorted_x, lower, upper, log_score, mode=mode, true_value=self.true_value
+            sorted_x,
+            lower,
+            upper,
+            log_score,
+            mode=mode,
+            true_value=self.true_value,
+            relative_score=library_score,
         )
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -80,14 +114,19 @@ class DiffprivlibRelease(Release):
         state = np.random.RandomState(int(rng.integers(2**32)))
         out = np.empty(size)
         for j in range(size):
-            out[j] = diffprivlib.tools.quantile(
-                self._x,
-                self.alpha,
-                epsilon=self.library_epsilon,
-                bounds=(self.lower, self.upper),
-                random_state=state,
-                accountant=diffprivlib.BudgetAccountant(),
-            )
+            try:
+                with np.errstate(all="ignore"):  # exp(-huge) = 0 at huge ε; 0/0 (#107)
+                    out[j] = diffprivlib.tools.quantile(
+                        self._x,
+                        self.alpha,
+                        epsilon=self.library_epsilon,
+                        bounds=(self.lower, self.upper),
+                        random_state=state,
+                        accountant=diffprivlib.BudgetAccountant(),
+                    )
+            except RuntimeError:  # every weight 0: "Can't find a candidate" (module docstring)
+                self.library_failures += 1
+                out[j] = self._exact.sample(1, rng)[0]
         return out
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
@@ -122,6 +161,11 @@ class DiffprivlibQuantile(PeerMechanism):
         self.neighbouring = check_neighbours(neighbours)
         # diffprivlib scores with Δu = 1: its ε is ours divided by our Δu.
         self.library_epsilon = self.epsilon / sensitivity(self.alpha, self.neighbouring)
+        if not math.isfinite(self.library_epsilon):
+            raise ValueError(
+                f"epsilon: diffprivlib's epsilon = epsilon / max(alpha, 1 - alpha) overflows "
+                f"float64, got epsilon={epsilon!r}"
+            )
 
     def source(self) -> str:
         return (

@@ -36,8 +36,16 @@ grid.  The adapter checks the library's own map (``measurement.map(1)``) against
 the stated guarantee at every release.
 
 Candidates: ``candidates`` equally spaced points on ``[a, b]`` (``numpy.linspace``,
-public).  The output is always a grid point, so the error includes up to half a
-grid step.
+public; at most :data:`MAX_CANDIDATES`).  The output is always a grid point, so the
+error includes up to half a grid step.
+
+Range of ε: OpenDP must be able to build the measurement and certify ε (or ρ) in
+float64: ``scale`` a normal float with ``scale·den`` finite, and for the Gumbel
+version ``ρ = ε²/8`` neither overflowing nor rounded up to a subnormal.  That is ε from
+about ``1e-304`` to ``1e304`` for permute-and-flip (``1e-308`` to ``4e307`` for alphas of
+denominator 2) and from about ``1e-157`` to ``1e154`` for the exponential selection.
+Configuring outside it is a ``ValueError`` naming epsilon (:func:`certified_scale`
+builds and certifies the measurement once per ``(alpha, ε, selection)``).
 
 Output distribution (:meth:`OpenDPRelease.cdf`, exact up to quadrature):
 the EM's is a softmax of ``-s/τ``.  Permute-and-flip returns ``c`` iff, with
@@ -56,7 +64,11 @@ the probabilities are checked to sum to 1 (``Σ_c p_c(1 - p_c t)^-1 Π_j (1 - p_
 
 from __future__ import annotations
 
+import math
+import sys
 from fractions import Fraction
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +82,9 @@ from mechanisms.peers import PeerMechanism, require
 SELECTIONS = ("permute_and_flip", "exponential")
 ALPHA_DENOMINATOR = 10_000
 """OpenDP's alpha granularity when alpha's exact fraction has a larger denominator."""
+MAX_CANDIDATES = 10**7
+"""Largest ``candidates``: the grid is passed to OpenDP as a Python list (10**7 floats are
+about 0.3 GB there), and a larger one could not even be allocated."""
 NODES, WEIGHTS = np.polynomial.legendre.leggauss(24)
 NORMALISATION_TOLERANCE = 1e-9
 
@@ -80,6 +95,46 @@ def opendp_alpha(alpha: float) -> tuple[int, int]:
     if exact.denominator < ALPHA_DENOMINATOR:
         return exact.numerator, exact.denominator
     return int(alpha * ALPHA_DENOMINATOR), ALPHA_DENOMINATOR  # truncated, as OpenDP casts it
+
+
+def _measurement(candidates: list[float], alpha: float, scale: float, selection: str) -> Any:
+    """OpenDP's quantile measurement (``make_private_quantile``) on these candidates."""
+    dp = require("opendp.prelude", OpenDPQuantile.name)
+    dp.enable_features("contrib")
+    pure = selection == "permute_and_flip"
+    measure = dp.max_divergence() if pure else dp.zero_concentrated_divergence()
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    return dp.m.make_private_quantile(
+        domain, dp.symmetric_distance(), measure, candidates, alpha, scale
+    )
+
+
+def _certified_epsilon(measurement: Any, selection: str) -> float:
+    """The ε OpenDP certifies for ``d_in = 1``: its map, or ``√(8ρ)`` for the Gumbel version
+    (compared as an ε: ``ρ = ε²/8`` underflows long before ``√(8ρ)`` does)."""
+    certified = float(measurement.map(1))
+    return certified if selection == "permute_and_flip" else math.sqrt(8.0 * certified)
+
+
+@lru_cache(maxsize=256)
+def certified_scale(alpha: float, epsilon: float, selection: str) -> float:
+    """OpenDP's ``scale = 2·max(num, den - num)/(den·ε)`` that makes the quantile ε-DP
+    (module docstring), once OpenDP has built the measurement (on two candidates) and
+    certified at most ε for it; ``ValueError`` naming epsilon where float64 cannot
+    (module docstring, "Range of ε")."""
+    num, den = opendp_alpha(alpha)
+    scale = 2.0 * max(num, den - num) / (den * epsilon)
+    refused = f"epsilon: OpenDP cannot run the quantile at epsilon={epsilon!r} in float64"
+    if not sys.float_info.min <= scale < math.inf:
+        raise ValueError(f"{refused} (noise scale {scale!r})")
+    dp = require("opendp.prelude", OpenDPQuantile.name)
+    try:
+        certified = _certified_epsilon(_measurement([0.0, 1.0], alpha, scale, selection), selection)
+    except dp.OpenDPException as error:
+        raise ValueError(f"{refused}: {str(error).strip()[:200]}") from None
+    if not certified <= epsilon * (1 + 1e-9):
+        raise ValueError(f"{refused}: it certifies {certified!r} (as an epsilon)")
+    return scale
 
 
 def candidate_scores(sorted_x: np.ndarray, candidates: np.ndarray, alpha: float) -> np.ndarray:
@@ -136,20 +191,12 @@ class OpenDPRelease(Release):
         self.true_value = quantile_value(sorted_x, alpha, lower)
         self._x, self._epsilon = sorted_x, epsilon
         self._cumulative: np.ndarray | None = None
-        dp = require("opendp.prelude", OpenDPQuantile.name)
-        dp.enable_features("contrib")
-        num, den = opendp_alpha(alpha)
-        self.scale = 2.0 * max(num, den - num) / (den * epsilon)
-        pure = selection == "permute_and_flip"
-        measure = dp.max_divergence() if pure else dp.zero_concentrated_divergence()
-        domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-        self._measurement = dp.m.make_private_quantile(
-            domain, dp.symmetric_distance(), measure, candidates.tolist(), alpha, self.scale
-        )
-        certified, promised = self._measurement.map(1), epsilon if pure else epsilon**2 / 8
-        if certified > promised * (1 + 1e-9):
+        self.scale = certified_scale(alpha, epsilon, selection)
+        self._measurement = _measurement(candidates.tolist(), alpha, self.scale, selection)
+        certified = _certified_epsilon(self._measurement, selection)
+        if certified > epsilon * (1 + 1e-9):
             raise RuntimeError(
-                f"OpenDP certifies {certified!r} for d_in = 1, above the stated {promised!r}"
+                f"OpenDP certifies epsilon {certified!r} for d_in = 1, above the stated {epsilon!r}"
             )
         self._data = sorted_x.tolist()
 
@@ -164,7 +211,8 @@ class OpenDPRelease(Release):
         """Probability of each candidate (see the module docstring)."""
         den = opendp_alpha(self.alpha)[1]
         scores = candidate_scores(self._x, self.candidates, self.alpha)
-        log_p = -(scores - scores.min()) / (self.scale * den)
+        with np.errstate(over="ignore"):  # beyond float64 at huge ε: p = e^{-inf} = 0
+            log_p = -(scores - scores.min()) / (self.scale * den)
         if self.selection == "permute_and_flip":
             return permute_and_flip_probabilities(log_p)
         weights = np.exp(log_p)
@@ -217,8 +265,9 @@ class OpenDPQuantile(PeerMechanism):
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
         require(self.library, self.name)
         self.alpha = check_alpha(alpha)
-        self.candidates = check_integer(candidates, "candidates", minimum=2)
+        self.candidates = check_integer(candidates, "candidates", minimum=2, maximum=MAX_CANDIDATES)
         self.selection = check_choice(selection, SELECTIONS, "selection")
+        certified_scale(self.alpha, self.epsilon, self.selection)  # ValueError out of range
 
     def source(self) -> str:
         how = (

@@ -123,6 +123,27 @@ def tumult_modules() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType]:
         raise ImportError(missing_tumult(str(err))) from err
 
 
+def _distance_change(
+    whole: int, rest: int, denominator: int, gaps: np.ndarray, reference: int
+) -> np.ndarray:
+    """``|i - q·n| - |reference - q·n|`` with ``q·n = whole + rest/denominator`` exactly,
+    each correct to an ulp or two of itself (the method of
+    :func:`mechanisms.core.quantiles.rank_distance_change`, for the binary ``q``)."""
+    g = Fraction(2 * rest - denominator, denominator)  # f - (1 - f)
+    g_hi = float(g)
+    g_lo = float(g - Fraction(g_hi))
+    i = np.asarray(gaps, dtype=np.int64)
+    right = i > whole
+    integer = np.where(right, i - (whole + 1), whole - i)
+    reference_right = reference > whole
+    integer -= reference - (whole + 1) if reference_right else whole - reference
+    side = np.subtract(reference_right, right, dtype=np.float64)
+    change = integer.astype(np.float64)
+    change += side * g_hi
+    change += side * g_lo
+    return change
+
+
 def tumult_em(
     sorted_x: np.ndarray, lower: float, upper: float, alpha: float, library_epsilon: float
 ) -> PiecewiseUniformRelease:
@@ -141,6 +162,11 @@ def tumult_em(
         distance *= -scale
         return distance
 
+    def relative_score(gaps: np.ndarray, reference: int) -> np.ndarray:
+        change = _distance_change(whole, rest, q.denominator, gaps, reference)
+        change *= -scale
+        return change
+
     return PiecewiseUniformRelease(
         sorted_x,
         lower,
@@ -148,6 +174,7 @@ def tumult_em(
         log_score,
         mode=whole + (fraction > 0.5),
         true_value=quantile_value(sorted_x, alpha, lower),
+        relative_score=relative_score,
     )
 
 

@@ -47,6 +47,14 @@ LogScore = Callable[[np.ndarray], np.ndarray]
 """Maps an int64 array of gap indices to their float64 log-scores, element by element (the
 score of a gap does not depend on the other indices in the array)."""
 
+RelativeScore = Callable[[np.ndarray, int], np.ndarray]
+"""Maps an int64 array of gap indices and a reference gap to their log-scores shifted by a
+constant ``c`` near the reference's score (``log_score(gaps) − c``, typically
+``c = log_score(reference)``), computed from the exact utilities so that each value is
+correct to a few ulps *of itself*, not of the (possibly huge) scores: what
+:class:`mechanisms.sampling.piecewise.PiecewiseUniformRelease` adds to the log lengths when
+the scores would swamp them."""
+
 
 @lru_cache(maxsize=1024)
 def probe_gaps(n: int, mode: int) -> tuple[np.ndarray, int]:
@@ -235,10 +243,15 @@ def _probe(
     Scores are monotone on each side of the mode: probe at distances 2**k
     (:func:`probe_gaps`, their scores by ``scores_of``) and stop at the first probe below
     the cut (so the window is at most twice the exact one; the extra gaps have weight 0).
-    Reads no data.
+    Beyond ``2**53`` (huge ε) the floats of the scores and of the cut are spaced by more
+    than 1, so the cut is lowered by four of its ulps: no gap whose exact score reaches
+    the exact cut is left out by rounding (the release shifts the window's scores exactly,
+    :mod:`mechanisms.sampling.piecewise`).  Reads no data.
     """
     probes, left = probe_gaps(n, mode)
     cut = floor - UNDERFLOW_MARGIN - math.log(width)
+    if abs(cut) > 2.0**53:
+        cut -= 4 * math.ulp(cut)
     scores = scores_of(probes).tolist()
     out = [i for i in range(len(scores)) if scores[i] < cut]  # never a NaN
     start = int(probes[out[0]]) + 1 if out and out[0] < left else 0

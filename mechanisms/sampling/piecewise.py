@@ -56,12 +56,23 @@ What "exact" means in float64
 * ``log_masses`` (normalised log probabilities of the gaps) are
   ``(s_i + log len_i - max) - log Σ``, a few roundings each: absolute error a few
   ulps of ``max(|s_i|, |log len_i|)``, i.e. the probability of a gap is exact to a
-  relative ``|s_i|·2**-52`` or so.  The mechanisms pass scores that are 0 near
-  the mode, so the gaps that carry the mass are exact to ~1e-15; when ties push
-  the mass far from the mode (diffprivlib #107 with n = 2e5, ε = 5:
-  ``|s| ≈ 4e5``) it is ~1e-10.  Far tails whose probability underflows keep
-  finite, accurate log masses.  The normaliser omits the gaps of weight below
-  ``2**-1022`` times the largest: a relative error below ``(n + 1)·2**-1022``.
+  relative ``|s_i|·2**-52`` or so.  That is how the window's log masses are formed
+  while its scores are at most :data:`EXACT_SCORES` ``= 2**24`` in magnitude: a
+  relative error below ``2**-27`` (7e-9) in the worst case, ~1e-15 for the gaps
+  near the mode at ordinary ε (scores near 0).  Larger scores (ε beyond ~3e7, or
+  ties that push the mass far from the mode: diffprivlib #107) would swamp the log
+  lengths (at ε = 1e16, ``s + log len`` rounds to a multiple of 0.5 and gaps of equal
+  score get equal mass whatever their lengths), so there the release asks the
+  mechanism's ``relative_score`` for the window's scores minus that of its best
+  positive-length gap, computed from the exact (integer or rational) utilities, and
+  adds the log lengths to those: every kept gap then has
+  ``|s_i - s_ref| <= 708.4 + log((b - a)/len) < 2200`` and its probability is exact
+  to a relative ``2**-40`` or so, at every ε.  The threshold keeps every release at
+  ordinary ε (up to 1e4, ties included) bit for bit what it was.  A score function
+  without a ``relative_score`` keeps the ``|s_i|·2**-52`` bound.
+  Far tails whose probability underflows keep finite, accurate log masses.  The
+  normaliser omits the gaps of weight below ``2**-1022`` times the largest: a
+  relative error below ``(n + 1)·2**-1022``.
 * ``sample`` draws the gap by inversion: ``U = rng.random()`` is a uniform
   multiple of ``2**-53`` in ``[0, 1)``, and gap ``i`` is returned when
   ``C_{i-1} <= U < C_i``, with ``C`` the float64 cumulative sum of the window's
@@ -93,11 +104,23 @@ from mechanisms.core.data import read_only
 from mechanisms.core.interface import Mechanism, Release
 from mechanisms.core.selection import OrderStatistics
 from mechanisms.core.validation import check_choice, check_rng, check_size
-from mechanisms.sampling.gaps import UNDERFLOW_MARGIN, LogScore, gaps_of, likely_positions, window
+from mechanisms.sampling.gaps import (
+    UNDERFLOW_MARGIN,
+    LogScore,
+    RelativeScore,
+    gaps_of,
+    likely_positions,
+    window,
+)
 from mechanisms.sampling.racing import RacingSampler
 
 SAMPLERS = ("inverse_cdf", "racing")
 """How :meth:`PiecewiseUniformRelease.sample` picks the gap (class docstring)."""
+
+EXACT_SCORES = 2.0**24
+"""Largest magnitude of a window's log-scores that are added to the log lengths as they are:
+beyond it a release with a ``relative_score`` shifts them exactly first (module docstring,
+"What exact means")."""
 
 
 def score_epsilon(epsilon: float, n: int) -> float:
@@ -139,6 +162,18 @@ def _racing_sampler(edges: np.ndarray, scores: np.ndarray, keep: np.ndarray) -> 
     score; ``edges`` and ``scores`` are the window's."""
     kept = np.flatnonzero(keep)
     return RacingSampler.on_intervals(edges[kept], edges[kept + 1], scores[kept])
+
+
+def _swamps(scores: np.ndarray, mode: int) -> bool:
+    """Whether the largest ``|score|`` of a window, unimodal with its largest score at position
+    ``mode``, exceeds :data:`EXACT_SCORES` (read at both ends and the mode: ``O(1)``)."""
+    largest = max(abs(scores.item(0)), abs(scores.item(-1)), abs(scores.item(mode)))
+    return largest > EXACT_SCORES  # False for a NaN: the finiteness checks report it
+
+
+def _best_positive(scores: np.ndarray, lengths: np.ndarray) -> int:
+    """Position of the largest score among the window's positive-length gaps."""
+    return int(np.argmax(np.where(lengths > 0, scores, -np.inf)))
 
 
 def _kept(log_masses: np.ndarray) -> np.ndarray:
@@ -195,6 +230,12 @@ class PiecewiseUniformRelease(Release):
         non-increasing on ``mode..n``.
     mode:
         A gap index where ``log_score`` is largest.
+    relative_score:
+        Optional (:data:`mechanisms.sampling.gaps.RelativeScore`): ``log_score`` shifted
+        by a constant near the score of a reference gap, computed from the exact
+        utilities.  Used instead of ``log_score`` for the window's log masses (and the
+        race) when the window's scores exceed :data:`EXACT_SCORES` in magnitude, so that
+        the scores never swamp the log lengths (module docstring, "What exact means").
     true_value, true_rank:
         The non-private statistic, or its rank ``k`` (``x_(k)``; ``lower`` for
         ``k = 0``), read once the window is sorted; defaults to the lower median
@@ -227,6 +268,7 @@ class PiecewiseUniformRelease(Release):
         true_value: float | None = None,
         true_rank: int | None = None,
         sampler: str = "inverse_cdf",
+        relative_score: RelativeScore | None = None,
     ) -> None:
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
         x = _checked_data(sorted_x, lower, upper, mode)
@@ -236,6 +278,8 @@ class PiecewiseUniformRelease(Release):
         self.n = x.size
         self._x = x
         self._log_score = log_score
+        # (relative_score, reference gap) when the scores are shifted exactly, else None
+        self._shift: tuple[RelativeScore, int] | None = None
         self._full_log_masses: np.ndarray | None = None
 
         x.select(lambda: likely_positions(x.size, mode, self.lower, self.upper, log_score))
@@ -253,6 +297,10 @@ class PiecewiseUniformRelease(Release):
         if shortest < 0:
             raise ValueError("sorted_x must be sorted")
         scores = gaps.window_scores(start, stop)
+        if relative_score is not None and _swamps(scores, mode - start):
+            # the scores would swamp log(length): shift them exactly (module docstring)
+            self._shift = (relative_score, start + _best_positive(scores, lengths))
+            scores = self._shifted(self._shift, np.arange(start, stop, dtype=np.int64))
         log_masses = _log_lengths(lengths, shortest > 0)
         log_masses += scores
         # max AFTER adding log(length) (diffprivlib #107).  log Z = peak + log(sum of the
@@ -281,11 +329,24 @@ class PiecewiseUniformRelease(Release):
 
     # -------------------------------------------------------------- internals
 
+    @staticmethod
+    def _shifted(shift: tuple[RelativeScore, int], gaps: np.ndarray) -> np.ndarray:
+        """``relative_score(gaps, reference)``, checked to hold one value per gap."""
+        relative_score, reference = shift
+        scores = np.asarray(relative_score(gaps, reference), dtype=np.float64)
+        if scores.shape != gaps.shape:
+            raise ValueError("relative_score must return one finite value per gap index")
+        return scores
+
     def _log_masses_of(self, gaps: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """``log_score(i) + log(len_i)`` for the gap indices ``gaps``, ``-inf`` for zero-length
-        gaps (no ``log 0``), the scores checked to be finite: :attr:`log_masses` before
-        normalisation.  (The window's own are computed in ``__init__``, the same floats.)"""
-        scores = np.asarray(self._log_score(gaps), dtype=np.float64)
+        """``log_score(i) + log(len_i)`` (or the exactly shifted score, if the window's was)
+        for the gap indices ``gaps``, ``-inf`` for zero-length gaps (no ``log 0``), the
+        scores checked to be finite: :attr:`log_masses` before normalisation.  (The
+        window's own are computed in ``__init__``, the same floats.)"""
+        if self._shift is not None:
+            scores = self._shifted(self._shift, gaps)
+        else:
+            scores = np.asarray(self._log_score(gaps), dtype=np.float64)
         if scores.shape != gaps.shape:
             raise ValueError("log_score must return one finite value per gap index")
         _check_finite(scores)

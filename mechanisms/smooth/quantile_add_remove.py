@@ -47,10 +47,13 @@ FIRST_WINDOW = 64
 def _floor_ratio(numerator: int, offset: int, denominator: int, values: np.ndarray) -> np.ndarray:
     """``floor((numerator·v + offset)/denominator)`` exactly for int64 ``values >= 0``.
 
-    In int64 while the product stays below ``2**62``, else in Python integers
-    (α written with many digits has a large numerator).
+    In int64 while the product, the offset and the denominator stay below ``2**62``,
+    else in Python integers: α written with many digits has a large numerator, and a
+    small α (``1/7000`` is ``14285714285714287/10**20``) a denominator beyond int64,
+    whatever the data's size.
     """
-    if numerator * (int(values.max(initial=0)) + 1) < 2**62:
+    largest = numerator * (int(values.max(initial=0)) + 1) + abs(offset)
+    if largest < 2**62 and denominator < 2**62:
         return (values * numerator + offset) // denominator
     exact = (values.astype(object) * numerator + offset) // denominator
     return exact.astype(np.int64)

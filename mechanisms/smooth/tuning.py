@@ -230,6 +230,13 @@ def _split_points(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.maximum(geometric, q / _MAX_SPLIT_RATIO)
 
 
+MAX_REFERENCE_SIZE = 10**7
+"""Largest option ``reference_size`` (a ``ValueError`` above it): at a tiny ε the tuning
+reads every rank of the reference data, about 60 bytes each (0.6 GB and 5 s at 10^7; a
+``MemoryError`` at 2^52, and int64 overflows beyond 2^62).  Without the option the
+reference data have the size of the data, which are in memory already."""
+
+
 class EvenlySpaced:
     """The sorted reference data ``(i + 1/2)/n``, ``i = 0..n-1``, computed where read.
 
@@ -283,7 +290,9 @@ class TunedNoiseMechanism(SmoothSensitivityMechanism):
         self.tuning = check_choice(tuning, TUNINGS, "tuning")
         self.reference_size = reference_size
         if reference_size is not None:
-            self.reference_size = check_integer(reference_size, "reference_size", minimum=1)
+            self.reference_size = check_integer(
+                reference_size, "reference_size", minimum=1, maximum=MAX_REFERENCE_SIZE
+            )
 
     @property
     def tuned_on_data(self) -> bool:

@@ -37,7 +37,8 @@ F1, F1_RUN, F1_STUDY, F1_NRS07, PLUGIN, PLUGIN_RUN = SOURCES[:6]
 BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT, F1_NRS07_RUN, QUANTILES = SOURCES[6:14]
 MODE, MEAN, PTR, TRIMMED, INTERVALS, AUDIT_INTERVALS = SOURCES[14:]
 BASELINE, BENCH = "results/baselines/regression.csv", "benchmarks/results.md"
-SOURCES += (BASELINE, BENCH)
+SETUP = "docs/measured/setup.json"
+SOURCES += (BASELINE, BENCH, SETUP)
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 DISTRIBUTIONS = ("N(0, 1)", "U(0, 1)", "Beta(0.5, 0.5)")
 Numbers = dict[str, str]
@@ -349,3 +350,24 @@ def baseline_numbers(root: Path) -> Numbers:
         raise NumbersError(f"{BASELINE}: unreadable baseline ({error})") from None
     mechanisms = baseline.index.get_level_values("mechanism").nunique()
     return {"gate.cells": str(len(baseline)), "gate.mechanisms": str(mechanisms)}
+
+
+def setup_numbers(root: Path) -> Numbers:
+    """How long the set-up commands take (``docs/measured/setup.json``, measured by hand on
+    the project's 2-core machine): ``make figure1`` on a fresh clone and again, ``make test``,
+    ``make docs``, and the machine's load average while they ran."""
+    seconds = {
+        key: value(root, SETUP, key, "seconds")
+        for key in ("figure1_fresh", "install", "figure1", "test", "docs")
+    }
+    return {
+        "setup.figure1_first_min": fixed(seconds["figure1_fresh"] / 60, 0),
+        "setup.install_min": fixed(seconds["install"] / 60, 0),
+        "setup.figure1_s": sig(seconds["figure1"], 2),
+        "setup.test_min": fixed(seconds["test"] / 60, 0),
+        "setup.docs_s": sig(seconds["docs"], 2),
+        "setup.docs_cpu_s": sig(value(root, SETUP, "docs", "cpu_seconds"), 2),
+        "setup.test_cpu_min": fixed(value(root, SETUP, "test", "cpu_seconds") / 60, 0),
+        "setup.date": str(value(root, SETUP, "measured")),
+        "setup.load": sig(value(root, SETUP, "load_average"), 2),
+    }

@@ -139,7 +139,7 @@ def test_names_resolve_to_group_files_and_inline_entries() -> None:
     [
         (
             {"datasets": ["normall"]},
-            "unknown dataset 'normall'; valid names: beta, normal, uniform",
+            "unknown dataset 'normall'; valid names: beta, cps_wages,",
         ),
         (
             {"mechanisms": ["duf"]},

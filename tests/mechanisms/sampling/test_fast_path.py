@@ -152,6 +152,10 @@ GROUPS = groups()
 
 # ------------------------------------------------------------ the comparison
 
+# The old code's log-scores swamped log(gap length) above about this ε, so its releases
+# there were not exact and are not the reference any more (issue 26).
+EXACT_RANGE_OF_THE_OLD_CODE = 1e12
+
 
 def mismatches(key: str, index: int) -> list[str]:
     """What differs between the current release of case ``index`` of group ``key`` and the
@@ -170,6 +174,8 @@ def assert_group_is_recorded(key: str) -> None:
     assert record[f"{key}.true"].shape == (len(cases),)
     assert record[f"{key}.digests"].shape == (len(cases), len(OUTPUTS))
     for index, case in enumerate(cases):
+        if case.epsilon > EXACT_RANGE_OF_THE_OLD_CODE:
+            continue  # issue 26 made these exact; test_huge_epsilon checks them by brute force
         assert mismatches(key, index) == [], case
 
 
