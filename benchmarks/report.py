@@ -1,8 +1,8 @@
 """Write ``benchmarks/results.md`` and ``benchmarks/release_cost.png`` from the JSON results.
 
-Reads ``benchmarks/results/{release,release_before,sweep,memory,small*,racing,harness*}.json``
-(written by the ``bench_*.py`` scripts; a missing file leaves its section out) and checks
-each measurement against the targets of the scaling issues:
+Reads ``benchmarks/results/{release,release_before,sweep,memory,small*,racing,harness*,
+black_box_audit}.json`` (written by the ``bench_*.py`` scripts; a missing file leaves its
+section out) and checks each measurement against the targets of the scaling issues:
 
 * the per-release targets (:mod:`report_release`): every mechanism within 1.5× of
   ``np.sort`` at n >= 10^5, the releases by selection within 0.5× of it at n >= 10^6,
@@ -12,7 +12,9 @@ each measurement against the targets of the scaling issues:
   in at most 3 s;
 * peak memory of a sweep bounded by a few datasets, not by the sweep's size;
 * the faster of Duff's two exact samplers is the default (``inverse_cdf``, unless
-  racing is faster somewhere).
+  racing is faster somewhere);
+* the black-box privacy audit (``bench_black_box_audit.py``) never flags a correct
+  mechanism and detects a 2ε bug (×2 inflation) of each one in every run.
 
 Usage::
 
@@ -22,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from report_release import (
@@ -241,6 +244,66 @@ def racing_section(racing: dict) -> list[str]:
     ]
 
 
+def black_box_section(power: dict) -> list[str]:
+    """The black-box audit's power: detection rate of each ε inflation, the smallest detected."""
+    p = power["parameters"]
+    lines = [
+        "## Power of the black-box privacy audit",
+        "",
+        f"Claimed ε = {p['epsilon']:g}, the mechanism run at f·ε; {p['samples']} outputs per "
+        f"side (the default budget), {p['runs']} audits per cell, family-wise level 1e-9; "
+        f"`python benchmarks/bench_black_box_audit.py` ({power['wall_seconds']:.0f} s).",
+        "",
+        "| mechanism | f | true ε | detected | median ε_lower | max ε_lower | s/audit |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in power["rows"]:
+        lines.append(
+            f"| {r['mechanism']} | ×{r['factor']:g} | {r['true_epsilon']:.3f} | "
+            f"{r['detected']:.0%} | {r['median_epsilon_lower']:.3f} | "
+            f"{r['max_epsilon_lower']:.3f} | {r['seconds_per_audit']:.3f} |"
+        )
+    detected = f"smallest f detected in >= {p['power']:.0%} of runs"
+    lines += ["", f"| mechanism | {detected} |", "|---|---|"]
+    for name, factor in power["smallest_detected"].items():
+        lines.append(f"| {name} | {'none' if factor is None else f'×{factor:g}'} |")
+    correct = all(r["detected"] == 0 for r in power["rows"] if r["true_epsilon"] <= p["epsilon"])
+    doubled = all(r["detected"] == 1 for r in power["rows"] if r["factor"] == 2)
+    return [
+        *lines,
+        "",
+        f"* No mechanism with true ε <= the claim flagged: {verdict(correct)}; "
+        f"the ×2 inflation (the 2ε bug) flagged in every run: {verdict(doubled)}.",
+    ]
+
+
+def peers_section(peers: dict) -> list[str]:
+    """The peer libraries beside ours: accuracy at n = 1000 and time / np.sort against n."""
+    p = peers["parameters"]
+    sizes = [t["n"] for t in peers["rows"][0]["timing"]]
+    lines = [
+        "## The peer libraries beside ours",
+        "",
+        f"N(0, 1) on [{p['bounds'][0]:g}, {p['bounds'][1]:g}], ε = {p['epsilon']:g}. Accuracy: "
+        f"n = 1000, {p['datasets']} datasets × {p['draws']} draws. Time: one release + "
+        f"`sample(1)` as a ratio to `np.sort` of the same data, median of {p['repeats']} "
+        f"(— : skipped after a call over {p['limit_seconds']:g} s); "
+        f"`python benchmarks/bench_peers.py` ({peers['wall_seconds']:.0f} s).",
+        "",
+        "| mechanism | mean abs. error | mean rank error | "
+        + " | ".join(f"n = 10^{round(math.log10(n))}" for n in sizes)
+        + " |",
+        "|---|---|---|" + "---|" * len(sizes),
+    ]
+    for row in peers["rows"]:
+        times = ["—" if t["ratio"] is None else f"{t['ratio']:.3g}×" for t in row["timing"]]
+        lines.append(
+            f"| {row['mechanism']} | {row['mean_abs_error']:.3g} | "
+            f"{row['mean_rank_error']:.3g} | " + " | ".join(times) + " |"
+        )
+    return lines
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -250,7 +313,7 @@ def main() -> None:
         "",
     ]
     release, sweep, memory = load("release"), load("sweep"), load("memory")
-    racing = load("racing")
+    racing, power, peers = load("racing"), load("black_box_audit"), load("peers")
     harness, small = labelled("harness*.json"), labelled("small*.json")
     if release:
         host = release["host"]
@@ -273,6 +336,10 @@ def main() -> None:
         lines += [*harness_section(harness), ""]
     if racing:
         lines += [*racing_section(racing), ""]
+    if power:
+        lines += [*black_box_section(power), ""]
+    if peers:
+        lines += [*peers_section(peers), ""]
     (HERE / "results.md").write_text("\n".join(lines))
     print(f"wrote {HERE / 'results.md'}")
 

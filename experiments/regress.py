@@ -199,11 +199,14 @@ def _update(args: argparse.Namespace) -> int:
             f"the candidate's config is {candidate.config_hash[:12]}"
         )
     baseline = make_baseline(candidate)
-    try:
-        comparison = render(compare(read_baseline(args.baseline), candidate), seconds=seconds)
-        print(f"compared with the previous baseline:\n{comparison}")
-    except GateInputError as err:
-        print(f"(no comparison with the previous baseline: {err})")
+    if not Path(args.baseline).is_file():
+        print(f"(no previous baseline at {args.baseline}: this is the first)")
+    else:
+        try:
+            comparison = render(compare(read_baseline(args.baseline), candidate), seconds=seconds)
+            print(f"compared with the previous baseline:\n{comparison}")
+        except GateInputError as err:
+            print(f"(no comparison with the previous baseline: {err})")
     write_baseline(args.baseline, baseline)
     tol = baseline["tolerance"]
     print(

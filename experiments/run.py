@@ -44,6 +44,7 @@ the same command resumes).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -66,6 +67,7 @@ from experiments.harness.config import (
     check_backend,
     check_retry_failed,
     check_timeout,
+    unknown_override,
     worker_count,
 )
 from experiments.harness.execute import execute_units
@@ -73,6 +75,7 @@ from experiments.harness.plan import Plan, build_plan
 from experiments.harness.provenance import git_state, package_versions
 from experiments.harness.results import (
     ESTIMATES_FILE,
+    LOCK_FILE,
     RUN_FILE,
     SUMMARY_FILE,
     ResultsDirError,
@@ -91,6 +94,8 @@ log = logging.getLogger(__name__)
 PACKAGE_DIR = Path(__file__).resolve().parent
 EXIT_FAILED_ROWS = 3
 EXIT_INTERRUPTED = 130
+LOG_FILE = "run.log"
+"""Hydra's log of a command-line run in its run dir (``<job name>.log``, the job being ``run``)."""
 
 
 class SweepInterrupted(Exception):
@@ -179,10 +184,24 @@ def run(
     backend, address = check_backend(config)
     timeout, retry_failed = check_timeout(config), check_retry_failed(config)
     plan = build_plan(config, conf_dir)
+    created, locked_before = not out.exists(), (out / LOCK_FILE).exists()
     with lock_results_dir(out):
-        return _run_locked(
-            plan, config, out, workers, backend, address, timeout, retry_failed, overrides
-        )
+        try:
+            return _run_locked(
+                plan, config, out, workers, backend, address, timeout, retry_failed, overrides
+            )
+        except ResultsDirError:  # refused: leave the directory as it was found
+            if not locked_before:
+                (out / LOCK_FILE).unlink(missing_ok=True)
+            if created:
+                _remove_if_empty(out)
+            raise
+
+
+def _remove_if_empty(directory: Path) -> None:
+    """Remove ``directory`` if nothing is in it (a refused run's only trace)."""
+    with contextlib.suppress(OSError):
+        directory.rmdir()
 
 
 def _run_locked(
@@ -339,6 +358,20 @@ def _conf_dirs() -> list[Path]:
     return [d for d in dirs if d.resolve() != CONF_DIR.resolve()] + [CONF_DIR]
 
 
+def _remove_hydra_traces(results_dir: Path, *, default: bool) -> None:
+    """After a refused run: remove the empty ``run.log`` Hydra opened in ``results_dir`` and,
+    for the default ``results/<name>/<run id>`` (made by Hydra for this run), that directory
+    and ``results/<name>`` and ``results`` if they are left empty; a ``results_dir`` the user
+    named is left in place (never a file with content is removed)."""
+    log_file = results_dir / LOG_FILE
+    if log_file.is_file() and log_file.stat().st_size == 0:
+        log_file.unlink()
+    if default:  # the run dir Hydra made, results/<name>, then results/
+        _remove_if_empty(results_dir)
+        _remove_if_empty(results_dir.parent)
+        _remove_if_empty(results_dir.parent.parent)
+
+
 def _task(cfg: DictConfig) -> None:
     """The Hydra task: pick the results directory (per job under --multirun) and run."""
     from hydra.core.hydra_config import HydraConfig
@@ -352,6 +385,9 @@ def _task(cfg: DictConfig) -> None:
     try:
         out = run(cfg, results_dir=results_dir, overrides=overrides, conf_dir=_conf_dirs())
     except (ConfigError, DatasetError, ResultsDirError) as err:
+        _remove_hydra_traces(
+            Path(results_dir).resolve(), default=not _overridden("results_dir", overrides)
+        )
         sys.exit(f"duff-run: error: {err}")
     except (SweepInterrupted, KeyboardInterrupt) as err:
         print(f"duff-run: {err or 'interrupted'}", file=sys.stderr)
@@ -369,6 +405,9 @@ def main() -> None:
     # resolves as a Python package under a console script.
     import hydra
 
+    unknown = unknown_override(sys.argv[1:])
+    if unknown:
+        sys.exit(f"duff-run: error: {unknown}")
     try:
         hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(_task)()
     except KeyboardInterrupt:

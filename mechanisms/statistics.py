@@ -28,12 +28,17 @@ Built-ins:
 * :class:`MedianInterval`, kind ``"median_interval"``: a confidence interval for
   the median at level ``1 − α``, whose methods output intervals, not points
   (:mod:`mechanisms.intervals`).
+* :class:`Quantiles`, kind ``"quantiles"``: m quantiles at once, the vector
+  ``(x_(ceil(α_1·n)), ..., x_(ceil(α_m·n)))`` for levels ``0 < α_1 < ... < α_m < 1``
+  (:func:`mechanisms.multi.release.true_quantiles`), whose methods
+  (:mod:`mechanisms.multi`) output rows of m values; its T(S) is :meth:`Quantiles.values`.
 
 The median and the quantiles are order statistics, so both have a **rank
 error**: the number of data points strictly between ``T(S)`` and an estimate
 ``M(S)`` (Gillenwater, Joseph & Kulesza, "Differentially private quantiles",
 ICML 2021, whose code calls it the number of misclassified points), a
-scale-free error comparable across datasets.  It is 0 when ``M(S)`` lies in the
+scale-free error comparable across datasets (:func:`points_between`; for
+:class:`Quantiles`, one per level).  It is 0 when ``M(S)`` lies in the
 same gap as, or on, ``T(S)``; points equal to either end are not counted.  The
 mean has no rank error: it is not an order statistic, so the points between it
 and an estimate say nothing about how far the estimate is from being the mean
@@ -47,6 +52,7 @@ every tied value is a hit.
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -55,7 +61,9 @@ import numpy as np
 
 from mechanisms.core.data import lower_median, mean_value
 from mechanisms.core.domain import count_of, domain_counts, mode_value
+from mechanisms.core.population import clipped_mean, law_mode, law_quantile
 from mechanisms.core.quantiles import check_alpha, quantile_value
+from mechanisms.multi.release import check_levels, evenly_spaced, true_quantiles
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,9 @@ class Statistic(ABC):
     interval: ClassVar[bool] = False
     """Whether the mechanisms' outputs are intervals ``[lo, hi]`` (:class:`MedianInterval`)
     rather than point estimates."""
+    vector: ClassVar[bool] = False
+    """Whether T(S) and each output are vectors of m values (:class:`Quantiles`) rather than
+    numbers."""
 
     @property
     @abstractmethod
@@ -101,6 +112,23 @@ class Statistic(ABC):
         """``n_max - n_y`` for each estimate ``y`` of a categorical statistic (None for others)."""
         return None
 
+    def population_value(self, law: Any, lower: float, upper: float) -> float | None:
+        """θ, the population counterpart of ``T(S)`` for i.i.d. draws of the frozen scipy
+        ``law`` clipped to ``[lower, upper]`` (:mod:`mechanisms.core.population`); None when
+        the statistic has none here (an interval, a vector, the mode of a continuous law)."""
+        return None
+
+
+def points_between(
+    sorted_x: np.ndarray, truth: float | np.ndarray, estimates: np.ndarray
+) -> np.ndarray:
+    """The number of points of ``sorted_x`` strictly between ``truth`` and each estimate
+    (module docstring), elementwise: ``truth`` broadcasts against ``estimates``."""
+    low, high = np.minimum(estimates, truth), np.maximum(estimates, truth)
+    between = np.searchsorted(sorted_x, high, side="left")
+    between -= np.searchsorted(sorted_x, low, side="right")
+    return np.maximum(between, 0)
+
 
 @dataclass(frozen=True)
 class OrderStatistic(Statistic):
@@ -109,10 +137,7 @@ class OrderStatistic(Statistic):
     def rank_errors(
         self, sorted_x: np.ndarray, truth: float, estimates: np.ndarray
     ) -> np.ndarray | None:
-        low, high = np.minimum(estimates, truth), np.maximum(estimates, truth)
-        between = np.searchsorted(sorted_x, high, side="left")
-        between -= np.searchsorted(sorted_x, low, side="right")
-        return np.maximum(between, 0)
+        return points_between(sorted_x, truth, estimates)
 
 
 @dataclass(frozen=True)
@@ -151,6 +176,9 @@ class Quantile(OrderStatistic, AlphaStatistic):
     def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
         return quantile_value(sorted_x, self.alpha, lower)
 
+    def population_value(self, law: Any, lower: float, upper: float) -> float | None:
+        return law_quantile(law, self.alpha, lower, upper)
+
 
 @dataclass(frozen=True)
 class Median(OrderStatistic):
@@ -164,6 +192,9 @@ class Median(OrderStatistic):
 
     def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
         return lower_median(sorted_x, lower)
+
+    def population_value(self, law: Any, lower: float, upper: float) -> float | None:
+        return law_quantile(law, 0.5, lower, upper)
 
 
 @dataclass(frozen=True)
@@ -179,6 +210,9 @@ class Mean(Statistic):
     def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
         return mean_value(sorted_x, lower)
 
+    def population_value(self, law: Any, lower: float, upper: float) -> float | None:
+        return clipped_mean(law, lower, upper)
+
 
 @dataclass(frozen=True)
 class Mode(Statistic):
@@ -192,6 +226,9 @@ class Mode(Statistic):
 
     def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
         return mode_value(sorted_x, lower)
+
+    def population_value(self, law: Any, lower: float, upper: float) -> float | None:
+        return law_mode(law, lower, upper)
 
     def count_gaps(self, sorted_x: np.ndarray, estimates: np.ndarray) -> np.ndarray | None:
         _, counts = domain_counts(sorted_x)
@@ -216,6 +253,76 @@ class MedianInterval(AlphaStatistic):
 
     def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
         return lower_median(sorted_x, lower)
+
+
+MAX_ID_LEVELS = 8
+"""Most levels an id spells out; more are named by their number and a digest (ids name
+directories of the results)."""
+
+
+@dataclass(frozen=True)
+class Quantiles(Statistic):
+    """m quantiles at once: ``T(S) = (x_(ceil(α_1·n)), ..., x_(ceil(α_m·n)))`` (module docstring).
+
+    A config entry gives the levels as ``alphas`` (one list: one statistic) or as ``m``, the
+    evenly spaced levels ``linspace(0, 1, m + 2)[1:-1]`` of Gillenwater, Joseph & Kulesza,
+    "Differentially Private Quantiles" (ICML 2021) (a number, or a list of numbers: one
+    statistic each; :func:`mechanisms.multi.release.check_levels`).  The mechanisms of
+    :mod:`mechanisms.multi` are given ``alphas``; a release's sample has shape ``(trials, m)``.
+    """
+
+    kind: ClassVar[str] = "quantiles"
+    vector: ClassVar[bool] = True
+    alphas: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alphas", check_levels(self.alphas, None))
+
+    @classmethod
+    def from_config(cls, **options: Any) -> list[Statistic]:
+        alphas, counts = options.pop("alphas", None), options.pop("m", None)
+        if options:
+            raise ValueError(f"{cls.kind}: unknown options {', '.join(sorted(options))}")
+        if (alphas is None) == (counts is None):
+            raise ValueError(f"{cls.kind}: give the levels as alphas (a list) or m, not both")
+        if alphas is not None:
+            return [cls(tuple(alphas))]
+        counts = counts if isinstance(counts, list | tuple) else [counts]
+        return [cls(check_levels(None, count)) for count in counts]
+
+    @property
+    def m(self) -> int:
+        """The number of levels."""
+        return len(self.alphas)
+
+    @property
+    def id(self) -> str:
+        """``quantiles(m=K)`` for evenly spaced levels, else the levels (or, past
+        :data:`MAX_ID_LEVELS`, their number and the first 8 hex digits of their SHA-256)."""
+        if self.alphas == evenly_spaced(self.m):
+            return f"{self.kind}(m={self.m})"
+        if self.m > MAX_ID_LEVELS:
+            digest = hashlib.sha256(repr(self.alphas).encode()).hexdigest()[:8]
+            return f"{self.kind}(m={self.m},{digest})"
+        return f"{self.kind}({','.join(map(repr, self.alphas))})"
+
+    def value(self, sorted_x: np.ndarray, lower: float, upper: float) -> float:
+        """Not a number: T(S) is the vector :meth:`values` (``TypeError``)."""
+        raise TypeError(f"{self.id}: T(S) is a vector of {self.m} values; use values()")
+
+    def values(self, sorted_x: np.ndarray, lower: float, upper: float) -> np.ndarray:
+        """``T(S)``, the m order statistics (``lower`` for the empty dataset)."""
+        return true_quantiles(sorted_x, self.alphas, lower)
+
+    def mechanism_options(self) -> dict[str, Any]:
+        return {"alphas": self.alphas}
+
+    def level_rank_errors(
+        self, sorted_x: np.ndarray, truth: np.ndarray, estimates: np.ndarray
+    ) -> np.ndarray:
+        """The rank error of each level of each row: shape ``(trials, m)`` for estimates of
+        that shape and the m true values ``truth`` (:func:`points_between`)."""
+        return points_between(sorted_x, truth, estimates)
 
 
 MEDIAN = Median()

@@ -3,6 +3,8 @@
 Confidence intervals whose two ends are independent releases with exact cdfs
 (the buffered exponential mechanisms of :mod:`mechanisms.intervals`) are audited
 end by end: the loss of the pair is the sum of the ends' (:func:`factor_probabilities`).
+Releases of m quantiles at once with exact marginal cdfs are audited level by level
+(:func:`marginal_probabilities`; :mod:`experiments.audit.vector` for what that checks).
 
 For one configured mechanism: pairs of neighbouring datasets under the
 mechanism's declared relation (``guarantee.neighbouring``;
@@ -49,6 +51,7 @@ from mechanisms import registry
 from mechanisms.core.guarantee import Guarantee
 from mechanisms.core.interface import Mechanism, OutputDistribution, Release
 from mechanisms.intervals.base import IntervalRelease
+from mechanisms.multi.release import QuantilesRelease
 
 NO_CDF = "no cdf: skipped"
 """The status of a mechanism whose release has no exact cdf (``duff-audit`` then audits it
@@ -69,6 +72,15 @@ def cell_probabilities(release: Release, points: np.ndarray) -> np.ndarray:
     """``P(cell)`` for the cells ``(-inf, p_0], (p_0, p_1], ..., (p_last, inf)``."""
     try:
         cdf = np.asarray(release.cdf(points), float)
+    except NotImplementedError as error:
+        raise NoCdfError(str(error)) from error
+    return np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+
+
+def marginal_probabilities(release: QuantilesRelease, j: int, points: np.ndarray) -> np.ndarray:
+    """``P(cell)`` of coordinate ``j`` of an m-quantiles release, from its exact marginal cdf."""
+    try:
+        cdf = np.asarray(release.marginal_cdf(j, points), float)
     except NotImplementedError as error:
         raise NoCdfError(str(error)) from error
     return np.diff(np.concatenate([[0.0], cdf, [1.0]]))
@@ -159,8 +171,28 @@ def pair_statistic(
     resolution: float,
 ) -> float:
     """loss/ε (pure DP) or HS/δ (δ > 0) of one pair, the larger of both directions; the
-    loss of a release with independent factors (an interval's ends) is the sum of theirs."""
+    loss of a release with independent factors (an interval's ends) is the sum of theirs;
+    for m quantiles at once, the largest over the levels of each marginal's (a necessary
+    check only: :mod:`experiments.audit.vector`)."""
+    first_release, second_release = releases
+    if isinstance(first_release, QuantilesRelease) and isinstance(second_release, QuantilesRelease):
+        return max(
+            factors_statistic(
+                [marginal_probabilities(first_release, j, points)],
+                [marginal_probabilities(second_release, j, points)],
+                guarantee,
+                resolution,
+            )
+            for j in range(first_release.m)
+        )
     first, second = (factor_probabilities(release, points) for release in releases)
+    return factors_statistic(first, second, guarantee, resolution)
+
+
+def factors_statistic(
+    first: list[np.ndarray], second: list[np.ndarray], guarantee: Guarantee, resolution: float
+) -> float:
+    """:func:`pair_statistic` from the cell probabilities of each factor of both releases."""
     if guarantee.delta == 0:
         loss = max(
             sum(loss_lower_bound(p, q, resolution) for p, q in zip(first, second, strict=True)),

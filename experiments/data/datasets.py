@@ -47,6 +47,7 @@ from experiments.base.seeding import data_rng
 from mechanisms.core import validation
 from mechanisms.core.targets import import_class
 from mechanisms.core.validation import check_integer
+from mechanisms.statistics import MEDIAN, Statistic
 
 # numpy.random.Generator methods a synthetic dataset may draw from (continuous laws).
 DISTRIBUTIONS = (
@@ -110,6 +111,14 @@ class Dataset(ABC):
         that are not draws from a known law (real data)."""
         return None
 
+    def population_value(self, statistic: Statistic, bounding: str = "clip") -> float | None:
+        """θ, the population parameter that ``statistic``'s T(S) estimates on this dataset's
+        data bounded by ``bounding`` (``clip`` or ``drop``, as the harness bounds them):
+        :meth:`mechanisms.statistics.Statistic.population_value` of the law the replicates
+        are drawn from.  None here: data that are not draws from a known law (real data, a
+        fixed sample of a population whose law nobody knows) have no θ to measure against."""
+        return None
+
     def rng(self, seed: int, replicate: int) -> np.random.Generator:
         """The generator of replicate ``replicate`` (keyed on the dataset's id, see seeding)."""
         check_replicate(replicate, self.replicates)
@@ -126,7 +135,7 @@ class Dataset(ABC):
         return {
             "class": f"{cls.__module__}.{cls.__qualname__}",
             "replicates": self.replicates,
-            "bounds": [self.lower, self.upper],
+            "bounds": json_bounds(self.lower, self.upper),
             **own,
         }
 
@@ -163,6 +172,20 @@ class SyntheticDataset(Dataset):
         so it maps a median of ``X`` to a median of ``clip(X, a, b)``."""
         return min(max(law_median(self.distribution, self.params), self.lower), self.upper)
 
+    def population_value(self, statistic: Statistic, bounding: str = "clip") -> float | None:
+        """θ of :func:`scipy_law` (:func:`law_parameter`).  A subclass whose data are not the
+        draws themselves (rounded ones) has a θ only for the median (its
+        :meth:`population_median`), and data bounded by dropping the points outside
+        ``[a, b]`` only where the law puts at most :data:`DROP_TOLERANCE` outside (then
+        dropping and clipping change θ by about as much); None otherwise."""
+        if type(self).data is not SyntheticDataset.data:
+            return self.population_median() if statistic == MEDIAN else None
+        if bounding == "drop" and outside_mass(self.distribution, self.params, *self.bounds) > (
+            DROP_TOLERANCE
+        ):
+            return None
+        return law_parameter(self.distribution, self.params, statistic, self.lower, self.upper)
+
     def describe(self) -> dict[str, Any]:
         return {
             "kind": "synthetic",
@@ -170,7 +193,7 @@ class SyntheticDataset(Dataset):
             "params": dict(self.params),
             "n": self.n,
             "replicates": self.replicates,
-            "bounds": [self.lower, self.upper],
+            "bounds": json_bounds(self.lower, self.upper),
         }
 
     @classmethod
@@ -244,6 +267,32 @@ def law_median(distribution: str, params: tuple[tuple[str, float], ...]) -> floa
     return float(scipy_law(distribution, dict(params)).median())
 
 
+DROP_TOLERANCE = 1e-12
+"""Law mass outside ``[a, b]`` below which θ of the data with those points dropped is taken
+to be θ of the clipped data."""
+
+
+@lru_cache(maxsize=256)
+def law_parameter(
+    distribution: str,
+    params: tuple[tuple[str, float], ...],
+    statistic: Statistic,
+    lower: float,
+    upper: float,
+) -> float | None:
+    """``statistic.population_value`` of :func:`scipy_law` clipped to ``[lower, upper]``
+    (cached: every cell of a unit asks for it)."""
+    return statistic.population_value(scipy_law(distribution, dict(params)), lower, upper)
+
+
+def outside_mass(
+    distribution: str, params: tuple[tuple[str, float], ...], lower: float, upper: float
+) -> float:
+    """``P(X < lower) + P(X > upper)`` under :func:`scipy_law`."""
+    law = scipy_law(distribution, dict(params))
+    return float(law.cdf(lower)) + float(law.sf(upper))
+
+
 @dataclass(frozen=True)
 class FixedDataset(Dataset):
     """A dataset given by its values (one replicate): a real data subset."""
@@ -264,7 +313,7 @@ class FixedDataset(Dataset):
             "kind": "fixed",
             "size": int(self.values.size),
             "sha256": self.digest,
-            "bounds": [self.lower, self.upper],
+            "bounds": json_bounds(self.lower, self.upper),
         }
 
     @classmethod
@@ -278,6 +327,12 @@ class FixedDataset(Dataset):
         return cls(name, subset, bounds[0], bounds[1], 1, source, values=array, digest=digest)
 
 
+def json_bounds(lower: float, upper: float) -> list[float | str]:
+    """``[lower, upper]`` for the config's JSON: an infinite bound as the string ``"inf"`` or
+    ``"-inf"`` (JSON has no infinity; finite bounds are the floats, as always)."""
+    return [value if math.isfinite(value) else str(value) for value in (lower, upper)]
+
+
 def check_replicate(replicate: int, replicates: int) -> None:
     """Raise ``ValueError`` unless ``0 <= replicate < replicates``."""
     if not 0 <= replicate < replicates:
@@ -285,10 +340,12 @@ def check_replicate(replicate: int, replicates: int) -> None:
 
 
 def check_bounds(name: str, bounds: object) -> tuple[float, float]:
-    """``bounds`` as finite floats ``(lower, upper)`` with ``lower < upper``
-    (:func:`mechanisms.core.validation.check_bounds`)."""
+    """``bounds`` as floats ``(lower, upper)`` with ``lower < upper``
+    (:func:`mechanisms.core.validation.check_bounds`); either may be infinite (``.inf`` in
+    YAML), for the mechanisms that need no bounds: the plan refuses the others on such a
+    dataset."""
     try:
-        return validation.check_bounds(bounds)
+        return validation.check_bounds(bounds, infinite=True)
     except ValueError as err:
         raise DatasetError(f"dataset {name!r}: {err}") from None
 

@@ -39,7 +39,14 @@ from typing import Any, cast
 
 import numpy as np
 
-from experiments.data.datasets import Dataset, DatasetError, SyntheticDataset, scipy_law
+from experiments.base.seeding import data_rng
+from experiments.data.datasets import (
+    Dataset,
+    DatasetError,
+    SyntheticDataset,
+    check_replicate,
+    scipy_law,
+)
 from mechanisms.core.validation import check_real
 
 MAX_CELLS = 10**7
@@ -120,3 +127,45 @@ class RoundedDataset(SyntheticDataset):
             dataclasses.replace(cast(RoundedDataset, d), resolution=h, source=d.source + rounding)
             for d in drawn
         ]
+
+
+@dataclass(frozen=True)
+class RoundingGrid(RoundedDataset):
+    """The same draws rounded to each of several resolutions (subset ``"h=0.01"``): the
+    generator is keyed on the dataset's name and the replicate, not on the subset, so the
+    error of a mechanism against the tie fraction is a paired comparison (as
+    :class:`experiments.data.bounds_grid.BoundsGrid` does for the bounds)."""
+
+    def rng(self, seed: int, replicate: int) -> np.random.Generator:
+        check_replicate(replicate, self.replicates)
+        return data_rng(seed, self.name, replicate)
+
+    @classmethod
+    def from_config(
+        cls,
+        *,
+        name: str,
+        n: int,
+        replicates: int,
+        resolutions: object = None,
+        **options: Any,
+    ) -> list[Dataset]:
+        """One dataset per resolution of ``resolutions`` (a non-empty list of numbers > 0),
+        the other options those of :meth:`RoundedDataset.from_config` (no ``sizes``)."""
+        if not isinstance(resolutions, list | tuple) or not resolutions or "sizes" in options:
+            raise DatasetError(
+                f"dataset {name!r}: a rounding grid takes resolutions (a non-empty list) and "
+                f"no sizes, got resolutions={resolutions!r}"
+            )
+        found: list[Dataset] = []
+        for resolution in resolutions:
+            (one,) = RoundedDataset.from_config(
+                name=name, n=n, replicates=replicates, resolution=resolution, **options
+            )
+            assert isinstance(one, RoundedDataset)
+            fields = {f.name: getattr(one, f.name) for f in dataclasses.fields(one)}
+            fields["subset"] = f"h={one.resolution:g}"
+            found.append(cls(**fields))
+        if len({d.subset for d in found}) != len(found):
+            raise DatasetError(f"dataset {name!r}: resolutions repeat: {resolutions!r}")
+        return found

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from experiments.data.datasets import Dataset, DatasetError
 from mechanisms.core.validation import check_integer, check_real
+from mechanisms.statistics import Statistic
 
 MAX_SUPPORT = 10**8
 """Largest ``M``: the cumulative weights are materialised (8 bytes each)."""
@@ -62,6 +64,13 @@ class ZipfDataset(Dataset):
             raise DatasetError(f"dataset {name!r}: support must be at most {MAX_SUPPORT}")
         source = f"{__name__}.{cls.__qualname__}"
         return [cls(name, "", 1.0, float(m), replicates, source, s, m, n)]
+
+    def population_value(self, statistic: Statistic, bounding: str = "clip") -> float | None:
+        """θ of the truncated Zipf law, scipy's ``zipfian(exponent, support)`` (pmf
+        ``k^(-s) / H(M, s)`` on ``{1, ..., M}``, the law :meth:`data` draws from; the bounds
+        are its support, so clipping and dropping change nothing): its mode is 1."""
+        law = stats.zipfian(self.exponent, self.support)
+        return statistic.population_value(law, self.lower, self.upper)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "kind": "zipf"}

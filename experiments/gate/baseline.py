@@ -3,10 +3,11 @@ baseline file that stores them (see :mod:`experiments.regress` for the test itse
 
 A *cell* is one (dataset, subset, statistic, mechanism label, ε); its error is the mean over
 the ``R`` replicates of the per-replicate error ``e_r`` of its statistic
-(:data:`GATE_METRICS`: ``mean_abs_error``, or ``mean_count_gap`` for the mode, whose
-output is categorical), ``m̄ = (1/R) Σ_r e_r`` (summed exactly, :func:`math.fsum`), with
-``SE(ln m̄) ≈ s / (√R · m̄)`` by the delta method (Casella & Berger, *Statistical
-Inference*, §5.5.4), ``s`` the replicate-to-replicate SD.  The baseline stores,
+(:data:`GATE_METRICS`: ``mean_abs_error``; ``total_rank_error`` for m quantiles at once;
+``mean_count_gap`` for the mode, whose output is categorical), ``m̄ = (1/R) Σ_r e_r``
+(summed exactly, :func:`math.fsum`), with ``SE(ln m̄) ≈ s / (√R · m̄)`` by the delta
+method (Casella & Berger, *Statistical Inference*, §5.5.4), ``s`` the replicate-to-replicate
+SD.  The baseline stores,
 per cell, ``m̄``, ``s``, ``R``, ``SE(ln m̄)``, the tolerance, the cell's config
 hash and the sweep's.  Its companion ``<name>_replicates.csv`` (:func:`replicates_path`)
 stores, per cell, the ``R`` per-replicate errors ``e_r`` themselves, in replicate order,
@@ -55,7 +56,11 @@ MIN_PAIRED_EFFECT = math.log(1.02)
 of the error by less than 2% never does, so neither do the last bits in which another
 CPU's floating point differs (relative changes below 1e-13 in the regression sweep)."""
 CELL = ("dataset", "subset", "statistic", "mechanism", "epsilon")
-GATE_METRICS = {"mode": "mean_count_gap", "median_interval": "mean_width"}
+GATE_METRICS = {
+    "mode": "mean_count_gap",
+    "median_interval": "mean_width",
+    "quantiles": "total_rank_error",
+}
 """The ``summary.csv`` column a cell's error is read from, by statistic kind (any other kind:
 ``mean_abs_error``): for a confidence interval, its mean width (its coverage is checked
 against the nominal level instead, :func:`experiments.gate.verdicts.compare`)."""

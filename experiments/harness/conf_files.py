@@ -56,11 +56,31 @@ def _entry_file(conf_dir: ConfDirs, group: str, ref: str) -> Path:
     for directory in _dirs(conf_dir):
         if (directory / group / f"{ref}.yaml").is_file():
             return directory / group / f"{ref}.yaml"
+    entries = _entries_of_class(conf_dir, ref) if group == "mechanism" else []
+    if entries:
+        raise ConfigError(
+            f"mechanisms: {ref!r} is a mechanism class without an entry of that name; its "
+            f"entries: {', '.join(entries)} (or {{label: {ref}, name: {ref}}} for the class's "
+            "defaults)"
+        )
     valid = ", ".join(group_names(conf_dir, group)) or "(none)"
     places = ", ".join(str(d / group) for d in _dirs(conf_dir))
     raise ConfigError(
         f"{group}s: unknown {group} {ref!r}; valid names: {valid} (the YAML files of {places})"
     )
+
+
+def _entries_of_class(conf_dir: ConfDirs, name: str) -> list[str]:
+    """The mechanism entries (YAML stems) whose ``name`` is the registered class ``name``."""
+    found = []
+    for stem in group_names(conf_dir, "mechanism"):
+        try:
+            entry = load_entry(conf_dir, "mechanism", stem)
+        except ConfigError:
+            continue
+        if entry.get("name") == name:
+            found.append(stem)
+    return found
 
 
 def load_entry(

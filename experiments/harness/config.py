@@ -94,6 +94,37 @@ def check_keys(config: Mapping[str, Any]) -> None:
     )
 
 
+def unknown_override(arguments: Sequence[str]) -> str | None:
+    """The one-line refusal of a command-line override of a top-level key the harness does not
+    know (``replicate=3``, ``epsilon=0.5``, ``mechanism=duff``), before Hydra answers it
+    with a traceback-like message of its own; None when every override names a known key.
+
+    Flags (``-m``, ``--config-dir DIR``) and Hydra's own keys (``hydra.…``, ``hydra/…``) are
+    left to Hydra; ``+key=`` and ``~key`` reach :func:`check_keys`
+    after composition, which gives the same message.
+    """
+    skip_next = False
+    for argument in arguments:
+        if skip_next or argument.startswith("-"):
+            skip_next = argument in {
+                "--config-dir",
+                "-cd",
+                "--config-path",
+                "-cp",
+                "--config-name",
+                "-cn",
+            }
+            continue
+        key = argument.partition("=")[0]
+        if "=" not in argument or key.startswith(("+", "~", "hydra")) or key == "experiment":
+            continue
+        try:
+            check_keys({key.partition(".")[0]: None})
+        except ConfigError as err:
+            return str(err)
+    return None
+
+
 def plain(value: object) -> Any:
     if isinstance(value, (DictConfig, ListConfig)):
         return OmegaConf.to_container(value, resolve=True)

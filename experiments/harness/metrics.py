@@ -24,9 +24,27 @@ between the true median and the mechanism's estimate, |T(S) − M(S)|"):
   |T(S) − M_t| columns measure distance in the integer order of the domain: read
   them only where that order means something (Zipf ranks, rounded measurements).
 
+For a dataset drawn from a known law, θ is the population parameter T(S) estimates (the law's
+median, α-quantile, mean, or mode where it is discrete, for the data clipped to [a, b]:
+:meth:`experiments.data.datasets.Dataset.population_value`), and the point rows have:
+
+* ``population_value``     = θ
+* ``population_abs_error`` = mean_t |M_t − θ|  (the error against the population: privacy
+  and sampling together)
+* ``sample_abs_error``     = |T(S) − θ|  (the sampling error of T(S) itself, the same in
+  every row of a dataset replicate), so that ``mean_abs_error`` is the privacy error and
+  ``sample_abs_error`` the sampling error of the decomposition
+  |M − θ| ≤ |M − T(S)| + |T(S) − θ|
+
+(:func:`population_metrics`; NaN where the dataset has no law — real data — or the statistic
+no θ, and in the interval and vector rows).
+
 The confidence-interval methods' rows have ``answer_rate`` 1, the columns of
 :mod:`experiments.harness.interval_metrics` (``coverage``, ``mean_width``,
-``nonprivate_width``) and NaN in the others, which are NaN in every other row.
+``nonprivate_width``) and NaN in the others, which are NaN in every other row.  The rows of
+m quantiles at once have the columns of :mod:`experiments.harness.vector_metrics`
+(``total_rank_error``, ``max_rank_error``, and the errors above over every level), NaN in
+every other row.
 
 :func:`estimates_problem` checks a release's sample and :func:`cdf_problem` its
 ``cdf`` (on a few points, deterministically: it draws no random numbers);
@@ -42,7 +60,11 @@ import numpy as np
 from scipy import stats
 
 from experiments.harness.interval_metrics import INTERVAL_METRICS
+from experiments.harness.vector_metrics import VECTOR_METRICS
 
+POPULATION_METRICS = ("population_value", "population_abs_error", "sample_abs_error")
+"""The errors against the population parameter θ (module docstring); the last columns of
+:data:`METRICS`."""
 METRICS = (
     "mean_abs_error",
     "sd_abs_error",
@@ -53,7 +75,20 @@ METRICS = (
     "hit_rate",
     "mean_count_gap",
     *INTERVAL_METRICS,
+    *VECTOR_METRICS,
+    *POPULATION_METRICS,
 )
+
+
+def _error_moments(
+    errors: np.ndarray, absolute: np.ndarray, size: int
+) -> tuple[float, float, float, float]:
+    """Mean absolute error, its SD (NaN for one estimate), RMSE and mean error."""
+    mean_abs = float(absolute.sum()) / size
+    deviations = absolute - mean_abs
+    sd = math.sqrt(float((deviations * deviations).sum()) / (size - 1)) if size > 1 else math.nan
+    rmse = math.sqrt(float((errors * errors).sum()) / size)
+    return mean_abs, sd, rmse, float(errors.sum()) / size
 
 
 def error_metrics(
@@ -78,15 +113,15 @@ def error_metrics(
     absolute = np.abs(errors)
     # numpy's mean is sum / size and its std(ddof=1) is sqrt(sum((x - mean)²) / (size - 1)),
     # the same float operations in the same order: written out, they cost a third as much.
-    mean_abs = float(absolute.sum()) / size
-    deviations = absolute - mean_abs
+    with np.errstate(over="ignore"):  # errors near the float range: rescaled below
+        moments: tuple[float, ...] = _error_moments(errors, absolute, size)
+    if not all(math.isfinite(v) for v in moments if not math.isnan(v)):
+        scale = float(absolute.max())
+        moments = tuple(
+            value * scale for value in _error_moments(errors / scale, absolute / scale, size)
+        )
     metrics.update(
-        mean_abs_error=mean_abs,
-        sd_abs_error=(
-            math.sqrt(float((deviations * deviations).sum()) / (size - 1)) if size > 1 else math.nan
-        ),
-        rmse=math.sqrt(float((errors * errors).sum()) / size),
-        mean_error=float(errors.sum()) / size,
+        zip(("mean_abs_error", "sd_abs_error", "rmse", "mean_error"), moments, strict=True)
     )
     if rank_errors is not None:
         metrics["mean_rank_error"] = float(rank_errors.mean())
@@ -94,6 +129,22 @@ def error_metrics(
         metrics["mean_count_gap"] = float(count_gaps.mean())
         metrics["hit_rate"] = float(np.count_nonzero(count_gaps == 0) / count_gaps.size)
     return metrics
+
+
+def population_metrics(
+    estimates: np.ndarray, true_value: float, population: float | None
+) -> dict[str, float]:
+    """θ = ``population``, mean |M_t − θ| over the answered ``estimates`` (NaN for none) and
+    |T(S) − θ|; all NaN when ``population`` is None (no law)."""
+    if population is None:
+        return dict.fromkeys(POPULATION_METRICS, math.nan)
+    estimates = np.asarray(estimates, dtype=np.float64)
+    error = float(np.abs(estimates - population).mean()) if estimates.size else math.nan
+    return {
+        "population_value": population,
+        "population_abs_error": error,
+        "sample_abs_error": abs(true_value - population),
+    }
 
 
 def estimates_problem(
@@ -133,11 +184,16 @@ CDF_TOLERANCE = 1e-9
 """Slack for floating-point error in the cdf check (sums of many probabilities)."""
 
 
+FAR = 1e300
+"""Where the cdf check's points stop inside an infinite bound (the bound itself is the last)."""
+
+
 def cdf_problem(release: object, lower: float, upper: float, *, clipped: bool = True) -> str | None:
     """None if ``release.cdf`` looks like a cdf, else a one-line description of what is wrong.
 
     ``release.cdf`` is called once on ``CDF_POINTS`` evenly spaced points of
-    ``[lower, upper]`` (both bounds included) and must return as many finite values
+    ``[lower, upper]`` (both bounds included; an infinite bound is the end point, the
+    others spaced from ``±FAR``) and must return as many finite values
     in ``[0, 1]``, nondecreasing, each up to ``CDF_TOLERANCE``.  When the release
     promises clipped output (``clipped``), the cdf at ``upper`` must be
     ``1 - release.refusal_probability`` (1 for a release that never answers ⊥), and
@@ -145,8 +201,8 @@ def cdf_problem(release: object, lower: float, upper: float, *, clipped: bool = 
     that raises ``NotImplementedError`` (a release that cannot compute its cdf) is
     not a problem.
     """
-    points = np.linspace(lower, upper, CDF_POINTS)
-    points[-1] = upper  # exactly, whatever linspace's rounding
+    points = np.linspace(max(lower, -FAR), min(upper, FAR), CDF_POINTS)
+    points[0], points[-1] = lower, upper  # exactly, whatever linspace's rounding (or ±inf)
     try:
         raw = release.cdf(points)  # type: ignore[attr-defined]
     except NotImplementedError:

@@ -34,6 +34,7 @@ not results_dir); its hash guards a results directory against mixing configs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import import_module
@@ -247,6 +248,11 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DI
             "keep_estimates: estimates.npz holds point estimates; a sweep of confidence "
             "intervals (statistic median_interval) cannot keep them"
         )
+    if keep and any(statistic.vector for statistic in statistics):
+        raise ConfigError(
+            "keep_estimates: estimates.npz holds one estimate per trial; a sweep of m quantiles "
+            "at once (statistic kind quantiles) cannot keep them, set keep_estimates=false"
+        )
     for mechanism in entries:
         paired = [statistic for statistic in statistics if mechanism.runs(statistic)]
         if not paired:
@@ -256,6 +262,7 @@ def build_plan(cfg: Mapping[str, Any] | DictConfig, conf_dir: ConfDirs = CONF_DI
             )
         if any(statistic.interval for statistic in paired):
             _check_interval_targets(mechanism, datasets)
+        _check_infinite_bounds(mechanism, paired, datasets)
         for statistic in paired:
             _check_supports(mechanism, statistic)
             _check_constructible(
@@ -298,6 +305,23 @@ def _check_supports(entry: MechanismEntry, statistic: Statistic) -> None:
             f"mechanism {entry.label!r}: options {', '.join(twice)} are set by the statistic "
             f"{statistic.id!r}; remove them from the mechanism entry"
         )
+
+
+def _check_infinite_bounds(
+    entry: MechanismEntry, statistics: Sequence[Statistic], datasets: Sequence[Dataset]
+) -> None:
+    """Refuse a mechanism that needs finite bounds on a dataset whose bounds are infinite
+    (``bounds: [0, .inf]``): its every release would refuse them."""
+    unbounded = [d.id for d in datasets if not all(map(math.isfinite, d.bounds))]
+    if not unbounded:
+        return
+    for statistic in statistics:
+        if not for_statistic(entry.cls, statistic.kind).accepts_infinite_bounds:
+            raise ConfigError(
+                f"mechanism {entry.label!r} needs finite bounds, and datasets "
+                f"{', '.join(unbounded[:3])} have an infinite one; run it on bounded datasets "
+                "(mechanisms without bounds: unbounded_quantile, range_finder_duff)"
+            )
 
 
 def _check_interval_targets(entry: MechanismEntry, datasets: Sequence[Dataset]) -> None:

@@ -10,7 +10,8 @@ write whole:
   every line complete (a file cut in the middle of a line, or of its last field,
   is truncated), every value of its column's type, and one row per cell of the
   plan, ``datasets × replicates × statistics × mechanisms × ε``, no more and no fewer;
-  ``status == "ok"`` rows have finite, non-negative errors;
+  ``status == "ok"`` rows have finite, non-negative errors (and a finite ``true_value``,
+  except the rows of m quantiles at once, whose T(S) is a vector);
 * ``estimates.npz`` (when asked for): a ``rows × trials`` matrix whose identity
   arrays (:data:`experiments.harness.results.ESTIMATE_KEYS`) repeat the summary's rows;
 * both: the SHA-256 that ``run.json`` records for them (``checksums``), so a value
@@ -51,6 +52,7 @@ from experiments.harness.csv_tables import (
     parse_table,
 )
 from experiments.harness.interval_metrics import INTERVAL_METRICS
+from experiments.harness.metrics import POPULATION_METRICS
 from experiments.harness.results import (
     ESTIMATE_KEYS,
     ESTIMATES_FILE,
@@ -67,8 +69,9 @@ from experiments.harness.run_manifest import (
     read_manifest,
     statistic_kinds,
 )
+from experiments.harness.vector_metrics import VECTOR_METRICS
 from mechanisms.core.validation import check_integer
-from mechanisms.statistics import MedianInterval
+from mechanisms.statistics import MedianInterval, Quantiles
 
 TEXT_COLUMNS = (
     "dataset",
@@ -163,25 +166,47 @@ ADDED_IN_FORMAT = {
     5: INTERVAL_METRICS,
 }
 """Columns each results format added: 4 the mode, the mean and ⊥; 5 the intervals."""
+ADDED_WITHIN_FORMAT_5 = (VECTOR_METRICS, POPULATION_METRICS)
+"""Groups of columns added to format 5 without a new number (m quantiles at once; the errors
+against the population): the format is hashed into every cell of the gate's baseline, and no
+number of an existing cell changed, so a format-5 ``summary.csv`` has each group or not, and
+its header says which."""
+WITHIN_FORMAT_5_COLUMNS = frozenset(c for group in ADDED_WITHIN_FORMAT_5 for c in group)
 
 
-def _spec_of_format(version: int) -> TableSpec:
-    """The ``summary.csv`` layout a results format wrote (earlier ones lack later columns)."""
+def _spec_of_format(version: int, present: frozenset[str] = frozenset()) -> TableSpec:
+    """The ``summary.csv`` layout a results format wrote (earlier ones lack later columns;
+    a format-5 file, the groups of :data:`ADDED_WITHIN_FORMAT_5` not in ``present``)."""
     later = {c for added, columns in ADDED_IN_FORMAT.items() if added > version for c in columns}
+    later |= WITHIN_FORMAT_5_COLUMNS - present
     columns = tuple(c for c in SUMMARY_COLUMNS if c not in later)
     return TableSpec(
         f"a format-{version} summary.csv", columns, FLOAT_COLUMNS, INT_COLUMNS, BOOL_COLUMNS
     )
 
 
+def _groups_in_header(path: Path) -> frozenset[str]:
+    """The columns of the groups of :data:`ADDED_WITHIN_FORMAT_5` whose every column the header
+    line of ``path`` names (a missing file: all, so that the full layout's reader reports it)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            header = set(handle.readline().rstrip("\r\n").split(","))
+    except (OSError, UnicodeDecodeError):
+        return WITHIN_FORMAT_5_COLUMNS
+    return frozenset(c for group in ADDED_WITHIN_FORMAT_5 if set(group) <= header for c in group)
+
+
 def _read_summary(path: Path, numbers: Mapping[str, Any]) -> pd.DataFrame:
     """``summary.csv`` in the layout of its run's format; an earlier format's file gains the
-    columns it lacks, as NaN (no interval rows before format 5), except ``answer_rate``,
-    which is 1 on the ok rows of format 3 (every mechanism then answered every trial)."""
+    columns it lacks, as NaN (no interval rows before format 5, no vector rows and no
+    population errors in a format-5 file without those groups of
+    :data:`ADDED_WITHIN_FORMAT_5`), except ``answer_rate``, which is 1 on the ok rows of
+    format 3 (every mechanism then answered every trial)."""
     version = numbers.get("format")
-    if version not in (3, 4):
+    present = _groups_in_header(path) if version == 5 else frozenset()
+    if version not in (3, 4, 5) or (version == 5 and present == WITHIN_FORMAT_5_COLUMNS):
         return parse_table(path, SUMMARY_SPEC)
-    summary = parse_table(path, _spec_of_format(version))
+    summary = parse_table(path, _spec_of_format(version, present))
     for column in SUMMARY_COLUMNS:
         if column not in summary:
             summary[column] = np.nan
@@ -192,11 +217,11 @@ def _read_summary(path: Path, numbers: Mapping[str, Any]) -> pd.DataFrame:
 
 ROW_CHECKS: tuple[Check, ...] = (
     ("status", "empty", lambda f: f["status"] != ""),
-    ("lower", "not finite", lambda f: finite(f, "lower")),
+    ("lower", "not a number below +inf", lambda f: f["lower"] < np.inf),
     (
         "upper",
-        "not a finite number >= lower",
-        lambda f: finite(f, "upper") & (f["upper"] >= f["lower"]),
+        "not a number above lower and -inf",
+        lambda f: (f["upper"] > -np.inf) & (f["upper"] >= f["lower"]),
     ),
     at_least("delta"),
     ("trials", "below 1", lambda f: f["trials"] >= 1),
@@ -204,8 +229,10 @@ ROW_CHECKS: tuple[Check, ...] = (
 )
 """Checks of every row of ``summary.csv``."""
 
+TRUTH_CHECKS: tuple[Check, ...] = (("true_value", "not finite", lambda f: finite(f, "true_value")),)
+"""Checks of the ok rows of a statistic whose T(S) is a number (NaN for a vector one)."""
+
 OK_CHECKS: tuple[Check, ...] = (
-    ("true_value", "not finite", lambda f: finite(f, "true_value")),
     (
         "answer_rate",
         "not in [0, 1]",
@@ -234,6 +261,13 @@ INTERVAL_CHECKS: tuple[Check, ...] = (
 )
 """Checks of the ok rows of confidence intervals (:mod:`experiments.harness.interval_metrics`)."""
 
+VECTOR_CHECKS: tuple[Check, ...] = (
+    at_least("total_rank_error"),
+    at_least("max_rank_error"),
+    at_least("mean_rank_error"),
+)
+"""Checks of the ok rows of m quantiles at once (:mod:`experiments.harness.vector_metrics`)."""
+
 
 def check_cells(
     frame: pd.DataFrame, expected: pd.DataFrame, mechanisms: Mapping[str, MechanismInfo], path: Path
@@ -243,7 +277,9 @@ def check_cells(
     duplicated = keys.duplicated()
     if duplicated.any():
         line = int(frame.loc[duplicated, "line"].iloc[0])
-        raise ResultsError(f"{path}: line {line} repeats the cell of an earlier row")
+        raise ResultsError(
+            f"{path}: line {line} repeats the cell of an earlier row; {rebuild_hint(path.parent)}"
+        )
     planned = pd.MultiIndex.from_frame(expected)
     missing, extra = planned.difference(keys, sort=False), keys.difference(planned, sort=False)
     if len(missing) or len(extra):
@@ -330,14 +366,30 @@ def load(results_dir: Path, *, estimates: bool = False) -> Results:
     mechanisms = plan_mechanisms(numbers, run_path, display_names)
     expected = expected_cells(numbers, mechanisms, run_path)
     verified = verify_checksum(manifest, summary_path)
-    summary = _read_summary(summary_path, numbers)
+    try:
+        summary = _read_summary(summary_path, numbers)
+    except ResultsError as err:  # parse errors name the file and the fault: add the remedy
+        if not summary_path.is_file():
+            why = (
+                "run.json says the run finished: the file was moved or deleted"
+                if manifest.get("status") == "complete"
+                else "the run did not finish"
+            )
+            raise ResultsError(
+                f"{err} ({why}); rerun the experiment with results_dir={results_dir} to "
+                "write it from its unit files"
+            ) from None
+        raise ResultsError(f"{err}; {rebuild_hint(results_dir)}") from None
     check_cells(summary, expected, mechanisms, summary_path)
     check_rows(summary, ROW_CHECKS, summary_path)
     ok = summary.loc[summary["status"] == "ok"]
+    kinds = ok["statistic"].map(statistic_kinds(numbers))
+    interval, vector = kinds == MedianInterval.kind, kinds == Quantiles.kind
+    check_rows(ok.loc[~vector], TRUTH_CHECKS, summary_path)
     check_rows(ok, OK_CHECKS, summary_path)
-    interval = ok["statistic"].map(statistic_kinds(numbers)) == MedianInterval.kind
     check_rows(ok.loc[(ok["answer_rate"] > 0) & ~interval], ANSWERED_CHECKS, summary_path)
     check_rows(ok.loc[interval], INTERVAL_CHECKS, summary_path)
+    check_rows(ok.loc[vector], VECTOR_CHECKS, summary_path)
     summary = summary.drop(columns="line")
     arrays = None
     if estimates:

@@ -21,6 +21,10 @@ The harness trusts nothing a mechanism says about itself:
   returns intervals; the harness checks them, computes the target they should
   contain (the dataset's population median, or T(S)) and the non-private
   reference width itself (:mod:`experiments.harness.interval_metrics`);
+* a method of m quantiles at once (statistic :class:`mechanisms.statistics.Quantiles`)
+  returns rows of m values: each must be finite, non-decreasing and inside ``[a, b]``,
+  and its claimed ``true_value`` the harness's vector T(S)
+  (:mod:`experiments.harness.vector_metrics`);
 * whatever a mechanism does — raise any exception, ``SystemExit`` or
   ``KeyboardInterrupt`` included, return a wrong sample, sleep past the unit's
   time limit — ends up as a ``status`` other than ``ok`` in its rows; a worker
@@ -64,12 +68,14 @@ from experiments.harness.metrics import (
     domain_problem,
     error_metrics,
     estimates_problem,
+    population_metrics,
     refusal_problem,
 )
 from experiments.harness.plan import Settings, Unit
 from experiments.harness.results import SUMMARY_COLUMNS, save_unit
+from experiments.harness.vector_metrics import vector_metrics, vector_problem
 from mechanisms.core.data import sorted_bounded
-from mechanisms.statistics import Mode, Statistic
+from mechanisms.statistics import Mode, Quantiles
 
 MAX_STATUS = 300
 RELATIVE_SLACK = 1e-9
@@ -151,18 +157,21 @@ def _check_release(
 
 
 def _point_fields(
-    statistic: Statistic, bounded: np.ndarray, truth: float, sample: Any, settings: Settings
+    unit: Unit, bounded: np.ndarray, truth: float, sample: Any, settings: Settings, bounding: str
 ) -> dict[str, float]:
-    """The error metrics of a checked point release's sample
-    (:mod:`experiments.harness.metrics`)."""
+    """The error metrics of a checked point release's sample, against T(S) and against the
+    dataset's population parameter (:mod:`experiments.harness.metrics`)."""
+    statistic = unit.statistic
     answered = sample[~np.isnan(sample)]  # NaN is ⊥ ("no result")
-    return error_metrics(
+    metrics = error_metrics(
         answered,
         truth,
         statistic.rank_errors(bounded, truth, answered),
         statistic.count_gaps(bounded, answered),
         trials=settings.trials,
     )
+    population = unit.dataset.population_value(statistic, bounding)
+    return {**metrics, **population_metrics(answered, truth, population)}
 
 
 def _interval_fields(
@@ -185,6 +194,27 @@ def _interval_fields(
     alpha = float(unit.statistic.mechanism_options()["alpha"])
     reference = nonprivate_width(bounded, alpha, dataset.lower, dataset.upper)
     return None, {"answer_rate": 1.0, **interval_metrics(sample, target, reference)}
+
+
+def _vector_fields(
+    release: Any, sample: object, statistic: Quantiles, bounded: np.ndarray, unit: Unit, trials: int
+) -> tuple[str | None, dict[str, float]]:
+    """The first problem with the rows of an m-quantiles release (or its ``true_value`` claim,
+    compared with the harness's vector T(S)), else None and its metrics
+    (:mod:`experiments.harness.vector_metrics`)."""
+    lower, upper = unit.dataset.lower, unit.dataset.upper
+    problem = vector_problem(sample, trials, statistic.m, lower, upper)
+    truth = statistic.values(bounded, lower, upper)
+    claimed = getattr(release, "true_value", truth)
+    try:
+        differs = not np.array_equal(np.asarray(claimed, dtype=np.float64), truth)
+    except (TypeError, ValueError):
+        differs = True
+    if problem is None and differs:
+        problem = f"true_value {claimed!r} differs from the harness's T(S) = {truth.tolist()!r}"
+    if problem is not None or not isinstance(sample, np.ndarray):
+        return problem, {}
+    return None, vector_metrics(sample, truth, statistic.level_rank_errors(bounded, truth, sample))
 
 
 class BoundedData:
@@ -227,19 +257,26 @@ def _cell(
         release = mechanism.release(data, (dataset.lower, dataset.upper))
         sample = release.sample(settings.trials, rng)
         seconds = time.perf_counter() - start
-        bounded = bounded_data.by(_bounding(mechanism))
-        truth = statistic.value(bounded, dataset.lower, dataset.upper)
-        if statistic.interval:
-            problem, measured = _interval_fields(
-                mechanism, release, sample, truth, bounded, unit, settings.trials
+        bounding = _bounding(mechanism)
+        bounded = bounded_data.by(bounding)
+        if isinstance(statistic, Quantiles):  # a vector T(S): true_value stays NaN
+            problem, measured = _vector_fields(
+                release, sample, statistic, bounded, unit, settings.trials
             )
+            truth = math.nan
         else:
-            problem = _check_release(mechanism, release, sample, truth, unit, settings)
-            if problem is None:
-                measured, estimates = (
-                    _point_fields(statistic, bounded, truth, sample, settings),
-                    sample,
+            truth = statistic.value(bounded, dataset.lower, dataset.upper)
+            if statistic.interval:
+                problem, measured = _interval_fields(
+                    mechanism, release, sample, truth, bounded, unit, settings.trials
                 )
+            else:
+                problem = _check_release(mechanism, release, sample, truth, unit, settings)
+                if problem is None:
+                    measured, estimates = (
+                        _point_fields(unit, bounded, truth, sample, settings, bounding),
+                        sample,
+                    )
         if problem is None:
             fields.update(true_value=truth, **measured)
     except UnitTimeout:

@@ -65,10 +65,10 @@ HELP = "coverage of the mechanisms' theoretical error bounds (needs keep_estimat
 # --------------------------------------------------------------------------- input
 
 
-def load_run(results_dir: Path) -> tuple[Plan, results_reader.Results]:
-    """The run's plan (rebuilt from ``run.json``'s config, hash-checked) and its results
-    with the estimates."""
-    results = results_reader.load(results_dir, estimates=True)
+def load_run(results_dir: Path, *, estimates: bool = True) -> tuple[Plan, results_reader.Results]:
+    """The run's plan (rebuilt from ``run.json``'s config, hash-checked) and its results,
+    with the estimates if ``estimates``."""
+    results = results_reader.load(results_dir, estimates=estimates)
     run_file = results.directory / RUN_FILE
     config = results.manifest.get("config")
     if not isinstance(config, Mapping):

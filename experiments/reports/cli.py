@@ -5,11 +5,17 @@ Usage::
     duff-plot figure1 RESULTS_DIR [...]   # the Duff paper's Figure 1 and its ratio table
     duff-plot figure2 RESULTS_DIR [...]   # Figures 2 and 3 (Vertebral Column) and their table
     duff-plot bounds RESULTS_DIR [...]    # coverage of the theoretical error bounds
+    duff-plot loose-bounds RESULTS_DIR    # error against loose bounds (experiment=loose_bounds)
+    duff-plot unbounded RESULTS_DIR       # the mechanisms without bounds (experiment=unbounded)
+    duff-plot atoms RESULTS_DIR           # error against the fraction of ties (experiment=atoms)
     duff-plot peers RESULTS_DIR [...]     # our mechanisms beside OpenDP's and diffprivlib's
     duff-plot quantiles RESULTS_DIR [...] # every quantile mechanism against alpha
+    duff-plot multi_quantiles RESULTS_DIR # m quantiles at once: error and time against m
     duff-plot intervals RESULTS_DIR [...] # coverage and width of the median's intervals
     duff-plot mode|mean|ptr RESULTS_DIR   # the studies of experiments.reports.study
     duff-plot trimmed-median RESULTS_DIR  # is the paper's LaplaceLN a trimmed mean?
+    duff-plot decomposition RESULTS_DIR   # sampling error of T(S) against privacy error
+    duff-plot scoring-pairings RESULTS_DIR # the LaplaceLN line, every pairing of scorings
 
 ``duff-plot COMMAND --help`` lists a command's options; each command is a module
 of :mod:`experiments.reports` with ``add_arguments(parser)`` and ``command(args)``.
@@ -31,11 +37,17 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display: before any pyplot import below
 
 from experiments.reports import (
+    atoms,
     bounds_coverage,
+    decomposition,
+    loose_bounds,
+    multi_quantiles,
     peers_table,
     quantiles,
+    scoring_pairings,
     study,
     trimmed_mean_hypothesis,
+    unbounded,
 )
 from experiments.reports.figure1 import command as figure1
 from experiments.reports.figure2 import command as figure2
@@ -59,13 +71,19 @@ COMMANDS: dict[str, ReportCommand] = {
     "figure1": figure1,
     "figure2": figure2,
     "bounds": bounds_coverage,
+    "loose-bounds": loose_bounds,
     "peers": peers_table,
     "quantiles": quantiles,
+    "multi_quantiles": multi_quantiles,
     "intervals": intervals,
     "mode": study.MODE,
     "mean": study.MEAN,
     "ptr": study.PTR,
     "trimmed-median": trimmed_mean_hypothesis,
+    "decomposition": decomposition,
+    "scoring-pairings": scoring_pairings,
+    "unbounded": unbounded,
+    "atoms": atoms,
 }
 
 

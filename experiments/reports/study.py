@@ -153,7 +153,7 @@ def report(results: results_reader.Results, study: Study) -> str:
     palette = style.palette(results)
     table, failed = cells(results, study)
     labels = sorted(set(table.index.get_level_values("mechanism")), key=palette.sort_key)
-    datasets = sorted(set(table.index.get_level_values("dataset")))
+    datasets = style.dataset_order(table.index.get_level_values("dataset"))
     what = f"{study.what} / Duff's (> 1: Duff is better)" if study.ratio else study.what
     parts = [
         f"# {study.title}",
@@ -179,13 +179,13 @@ def figure(results: results_reader.Results, study: Study, out: Path) -> list[Pat
     palette = style.palette(results)
     table, _ = cells(results, study)
     values = table[study.metric]
-    datasets = sorted(set(values.index.get_level_values("dataset")))
+    datasets = style.dataset_order(values.index.get_level_values("dataset"))
     columns = min(4, len(datasets))
     rows = math.ceil(len(datasets) / columns)
     fig, axes = plt.subplots(
         rows, columns, figsize=(3.2 * columns, 2.8 * rows + 0.8), squeeze=False
     )
-    for axis, dataset in zip(axes.flat, datasets, strict=False):
+    for index, (axis, dataset) in enumerate(zip(axes.flat, datasets, strict=False)):
         of_dataset = values.xs(dataset)
         for label in sorted(
             set(of_dataset.index.get_level_values("mechanism")), key=palette.sort_key
@@ -198,7 +198,8 @@ def figure(results: results_reader.Results, study: Study, out: Path) -> list[Pat
             axis.set_ylim(-0.03, 1.03)
         axis.set_title(style.dataset_title(dataset), fontsize=9)
         axis.set_xlabel("ε")
-        axis.set_ylabel(study.what, fontsize=8)
+        if index % columns == 0:  # the first panel of each row
+            axis.set_ylabel(study.what, fontsize=8)
     for axis in list(axes.flat)[len(datasets) :]:
         axis.set_visible(False)
     handles, names = axes[0][0].get_legend_handles_labels()

@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,8 +73,11 @@ DATASET_TITLES: dict[str, str] = {
     "normal": "N(0, 1)",
     "uniform": "U(0, 1)",
     "beta": "Beta(0.5, 0.5)",
+    "normal_5": "N(0, 5²)",
+    "uniform_5": "U(−5, 5)",
 }
-"""Panel titles of the synthetic datasets (Duff paper, section 6.1)."""
+"""Panel titles of the synthetic datasets (Duff paper, section 6.1; the last two: Gillenwater,
+Joseph & Kulesza, "Differentially Private Quantiles", ICML 2021, section 6)."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,17 @@ def plot_line(axis: Axes, series: pd.Series, look: Style) -> None:
         marker=look.marker,
         label=look.name,
     )
+
+
+def dataset_order(datasets: Iterable[str]) -> list[str]:
+    """``datasets`` in natural order: numbers inside a name compare as numbers
+    (``zipf_s0.5``, ``zipf_s1``, ``zipf_s1.5``, not ``zipf_s0.5``, ``zipf_s1.5``, ``zipf_s1``)."""
+
+    def key(name: str) -> list[tuple[int, float, str]]:
+        parts = re.split(r"(\d+(?:\.\d+)?)", name)
+        return [(1, float(p), "") if i % 2 else (0, 0.0, p) for i, p in enumerate(parts)]
+
+    return sorted(set(datasets), key=key)
 
 
 def dataset_title(dataset: str) -> str:

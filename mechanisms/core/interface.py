@@ -116,6 +116,10 @@ class Mechanism(ABC, Generic[ReleaseT]):
     one that supports ``"quantile"`` takes an ``alpha`` option."""
     may_refuse: ClassVar[bool] = False
     """Whether a release may answer ⊥ (a NaN in its sample; :class:`Release`)."""
+    accepts_infinite_bounds: ClassVar[bool] = False
+    """Whether ``release`` accepts ``a = -inf`` and/or ``b = inf`` (a mechanism that needs no
+    bounds: :mod:`mechanisms.unbounded`); every other class refuses them with a
+    ``ValueError`` naming ``bounds`` (:func:`mechanisms.core.validation.check_bounds`)."""
 
     figure: ClassVar[FigureStyle | None] = None
     """Colour, marker and drawing order in figures and tables
@@ -201,7 +205,7 @@ class Mechanism(ABC, Generic[ReleaseT]):
                 "(dropping points changes n, which replace-one guarantees hold fixed)"
             )
         x = check_data(data)
-        lower, upper = check_bounds(bounds)
+        lower, upper = check_bounds(bounds, infinite=self.accepts_infinite_bounds)
         order = OrderStatistics(bound_data(x, lower, upper, self.bounding), (lower, upper))
         return self._release_from(order, lower, upper)
 

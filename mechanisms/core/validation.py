@@ -13,6 +13,7 @@ import math
 import numbers
 from collections.abc import Sequence
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 
@@ -142,7 +143,7 @@ def _is_real_number(value: object) -> bool:
     return isinstance(value, numbers.Real | Decimal) and not isinstance(value, bool | np.bool_)
 
 
-def check_bounds(bounds: object) -> tuple[float, float]:
+def check_bounds(bounds: object, *, infinite: bool = False) -> tuple[float, float]:
     """Return the public range ``(a, b)`` as floats with ``a < b`` and ``b - a`` finite.
 
     ``bounds`` must hold exactly two real numbers, each an ``int``, ``float``,
@@ -156,8 +157,16 @@ def check_bounds(bounds: object) -> tuple[float, float]:
     ``b - a`` is the global sensitivity of the median and the length of the
     exponential mechanisms' base measure, so it must be a float64 too
     (``(-1e308, 1e308)`` is refused: its width overflows).
+
+    ``infinite=True`` (a mechanism that needs no bounds,
+    :attr:`mechanisms.core.interface.Mechanism.accepts_infinite_bounds`) also accepts
+    ``a = -inf`` and ``b = inf`` and any width; NaN and ``a >= b`` are still refused.
     """
     lower, upper = _real_pair(bounds)
+    if infinite and not (math.isnan(lower) or math.isnan(upper)):
+        if not lower < upper:
+            raise ValueError(f"bounds must satisfy a < b, got {bounds!r}")
+        return lower, upper
     if not (math.isfinite(lower) and math.isfinite(upper)):
         raise ValueError(f"bounds must be finite, got {bounds!r}")
     if not lower < upper:
@@ -167,10 +176,25 @@ def check_bounds(bounds: object) -> tuple[float, float]:
     return lower, upper
 
 
+_PLAIN_PAIRS = (tuple, list)
+_PLAIN_REALS = (int, float, np.float64)
+"""Exact types (``type(x) in``: never ``bool``, a subclass of ``int``) read without further
+checks by :func:`_real_pair`."""
+
+
 def _real_pair(bounds: object) -> tuple[float, float]:
     """The two entries of ``bounds`` as floats (possibly ±inf or NaN; :func:`check_bounds`
     checks the values); ``ValueError`` naming ``bounds`` unless it is a sequence or 1-D
     array of exactly two real numbers (not booleans)."""
+    if type(bounds) in _PLAIN_PAIRS and len(bounds) == 2:  # type: ignore[arg-type]
+        first: Any = bounds[0]  # type: ignore[index]
+        second: Any = bounds[1]  # type: ignore[index]
+        if (
+            type(first) in _PLAIN_REALS
+            and type(second) in _PLAIN_REALS
+            and (abs(first) < 2**1023 and abs(second) < 2**1023)
+        ):  # the common case, without the ABC checks below (a release's hot path)
+            return float(first), float(second)
     wanted = f"bounds must be a pair (a, b) of numbers, got {bounds!r}"
     if isinstance(bounds, np.ma.MaskedArray | str | bytes | bytearray):
         raise ValueError(wanted)

@@ -30,12 +30,12 @@ REFERENCE = (
     "figure2/run.json peers/peers_table.md peers/run.json audit/audit.json "
     "figure1_replace_one/run.json quantiles/quantiles_table.md mode/mode_table.md "
     "mean/mean_table.md ptr/ptr_table.md trimmed_mean_hypothesis/trimmed_median_table.md "
-    "intervals/intervals_table.md audit/audit_intervals.json"
+    "intervals/intervals_table.md audit/audit_intervals.json audit/audit_black_box.json"
 )
 SOURCES = tuple(f"results/reference/{name}" for name in REFERENCE.split())
 F1, F1_RUN, F1_STUDY, F1_NRS07, PLUGIN, PLUGIN_RUN = SOURCES[:6]
 BOUNDS, F2, F2_RUN, PEERS, PEERS_RUN, AUDIT, F1_NRS07_RUN, QUANTILES = SOURCES[6:14]
-MODE, MEAN, PTR, TRIMMED, INTERVALS, AUDIT_INTERVALS = SOURCES[14:]
+MODE, MEAN, PTR, TRIMMED, INTERVALS, AUDIT_INTERVALS, AUDIT_BLACK_BOX = SOURCES[14:]
 BASELINE, BENCH = "results/baselines/regression.csv", "benchmarks/results.md"
 SETUP = "docs/measured/setup.json"
 SOURCES += (BASELINE, BENCH, SETUP)
@@ -340,6 +340,26 @@ def audit_numbers(root: Path) -> Numbers:
         loss = value(root, AUDIT_INTERVALS, "summary", label, "max")
         out[f"audit.{label}"] = fixed(loss, 3)
     return out | {"audit.hs": sci(max(divergences), 2)}
+
+
+def black_box_numbers(root: Path) -> Numbers:
+    """The black-box audit's reference: the largest lower bound relative to the claim
+    (eps_lower/eps or HS_lower/delta) over the mechanisms audited only from samples, and over
+    those with an exact audit too, the largest ratio of the black-box bound to the exact value
+    (at most 1 when the bounds hold)."""
+    summary = value(root, AUDIT_BLACK_BOX, "summary")
+    suffix = " [black-box]"
+    sampled = {k.removesuffix(suffix): e for k, e in summary.items() if k.endswith(suffix)}
+    both = [label for label in sampled if label in summary]
+    only = [e["max"] for label, e in sampled.items() if label not in summary]
+    if not only or not both or None in only:
+        raise NumbersError(f"{AUDIT_BLACK_BOX}: no black-box rows with and without an exact row")
+    ratios = [sampled[label]["max"] / summary[label]["max"] for label in both]
+    return {
+        "audit.bb_max": fixed(max(only), 3),
+        "audit.bb_ratio_max": fixed(max(ratios), 3),
+        "audit.bb_laplace_global": fixed(sampled["laplace_global"]["max"], 3),
+    }
 
 
 def baseline_numbers(root: Path) -> Numbers:

@@ -16,14 +16,17 @@ has a setting in :data:`STATISTICS` (its data, options and output: a point, an i
     ``guarantee`` is a valid Guarantee for ``mechanism.neighbouring``;
 (b) the sample: points of shape ``(k,)`` in ``[a, b]`` (or anywhere, finite, for a release
     that says it does not clip), NaN only if the class ``may_refuse``; intervals of shape
-    ``(k, 2)`` with ``a <= lo <= hi <= b``;
+    ``(k, 2)`` with ``a <= lo <= hi <= b``; m quantiles at once, rows of shape ``(k, m)``,
+    finite, non-decreasing, in ``[a, b]``;
 (c) the sample follows the cdf, at a fixed seed, each test failing with probability 1e-6
     when it is right: the randomized probability integral transform of the answers
     (exactly uniform for any cdf, atoms included) by a KS test, and the refusals by a
     binomial test; for a discrete output (the mode's) the frequencies against the jumps of
     the cdf (chi-square); for an interval, the frequency of covering a point against its
-    exact ``coverage``.  Skipped where the cdf (coverage) raises NotImplementedError and for
-    a release whose sampler ignores the seed (OpenDP's);
+    exact ``coverage``; for m quantiles at once, each level's column against the release's
+    exact ``marginal_cdf`` (the same PIT test per level).  Skipped where the cdf (coverage,
+    marginal cdf) raises NotImplementedError and for a release whose sampler ignores the
+    seed (OpenDP's);
 (d) bad input, each a ValueError naming the argument: NaN or infinite data, bounds that
     are empty or reversed, ε <= 0, NaN or a bool (or any ε for a method that takes none), δ
     given to a mechanism that takes none or missing where required;
@@ -57,12 +60,21 @@ from experiments.harness.interval_metrics import (
     nonprivate_width,
 )
 from experiments.harness.metrics import METRICS, cdf_problem, error_metrics, estimates_problem
+from experiments.harness.vector_metrics import vector_metrics, vector_problem
 from mechanisms import registry
 from mechanisms.core.guarantee import Guarantee
 from mechanisms.core.interface import OutputDistribution
 from mechanisms.peers import PeerMechanism
 from mechanisms.smooth.sensitivity import QuantileSmoothSensitivity
-from mechanisms.statistics import Mean, Median, MedianInterval, Mode, Quantile, Statistic
+from mechanisms.statistics import (
+    Mean,
+    Median,
+    MedianInterval,
+    Mode,
+    Quantile,
+    Quantiles,
+    Statistic,
+)
 
 EPSILON, DELTA = 1.0, 1e-6
 N = 200
@@ -77,6 +89,7 @@ STATISTICS: dict[str, Statistic] = {
     "mean": Mean(),
     "mode": Mode(),
     "median_interval": MedianInterval(0.1),
+    "quantiles": Quantiles((0.1, 0.5, 0.75)),
 }
 """The statistic each kind is checked with (its ``mechanism_options`` configure the class)."""
 BOUNDS = {"mode": (-5.0, 5.0)}
@@ -168,8 +181,12 @@ def test_a_release_is_the_output_distribution_of_the_clipped_data(case: Case) ->
     assert isinstance(release, OutputDistribution)
     lower, upper = case.bounds
     assert (release.lower, release.upper, release.n) == (lower, upper, N)
-    truth = STATISTICS[case.kind].value(clipped(case), lower, upper)
-    assert release.true_value == truth
+    statistic = STATISTICS[case.kind]
+    if isinstance(statistic, Quantiles):
+        truth = statistic.values(clipped(case), lower, upper)
+        assert np.array_equal(release.true_value, truth)
+        return
+    assert release.true_value == statistic.value(clipped(case), lower, upper)
 
 
 @all_cases
@@ -187,10 +204,20 @@ def test_the_guarantee_is_for_the_mechanisms_neighbouring(case: Case) -> None:
 
 def sample_problem(release: OutputDistribution, sample: object, size: int, **flags) -> list[str]:
     """What is wrong with a sample of ``size`` draws (empty: nothing).  ``flags``:
-    ``interval`` (intervals, not points) and ``may_refuse`` (NaN allowed)."""
+    ``interval`` (intervals, not points), ``levels`` (rows of that many quantiles) and
+    ``may_refuse`` (NaN allowed)."""
     lower, upper = release.lower, release.upper
     if not isinstance(sample, np.ndarray) or not np.issubdtype(sample.dtype, np.floating):
         return [f"sample is {type(sample).__name__} {getattr(sample, 'dtype', '')}"]
+    if flags.get("levels"):
+        m = flags["levels"]
+        if sample.shape != (size, m):
+            return [f"rows of shape {sample.shape}, not ({size}, {m})"]
+        if not np.isfinite(sample).all():
+            return ["NaN or infinite values"]
+        problems = [] if (np.diff(sample, axis=1) >= 0).all() else ["a decreasing row"]
+        inside = ((lower <= sample) & (sample <= upper)).all()
+        return problems + ([] if inside else ["values outside [a, b]"])
     if flags.get("interval"):
         if sample.shape != (size, 2):
             return [f"intervals of shape {sample.shape}, not ({size}, 2)"]
@@ -214,12 +241,22 @@ def is_interval(case: Case) -> bool:
     return bool(getattr(STATISTICS[case.kind], "interval", False))
 
 
+def levels(case: Case) -> int:
+    """The number of levels of a vector statistic's rows (0: not a vector statistic)."""
+    statistic = STATISTICS[case.kind]
+    return statistic.m if isinstance(statistic, Quantiles) else 0
+
+
 @cases
 def test_samples_have_the_shape_and_range_of_the_output(case: Case) -> None:
     release = case.release()
     for size in (0, 1, case.draws):
         sample = release.sample(size, np.random.default_rng(SEED))
-        flags = {"interval": is_interval(case), "may_refuse": case.cls.may_refuse}
+        flags = {
+            "interval": is_interval(case),
+            "levels": levels(case),
+            "may_refuse": case.cls.may_refuse,
+        }
         assert sample_problem(release, sample, size, **flags) == []
 
 
@@ -314,11 +351,37 @@ def binomial_p_value(successes: int, trials: int, probability: float) -> float:
     return float(stats.binomtest(successes, trials, probability).pvalue)
 
 
+class Marginal:
+    """Level ``j`` of an m-quantiles release, as a release of one number: its cdf is the
+    release's exact ``marginal_cdf(j, ·)``."""
+
+    def __init__(self, release: OutputDistribution, j: int) -> None:
+        self.release, self.j = release, j
+
+    def cdf(self, x: np.ndarray) -> np.ndarray:
+        return self.release.marginal_cdf(self.j, x)  # type: ignore[attr-defined]
+
+
+def marginal_p_values(release: OutputDistribution, sample: np.ndarray) -> list[float] | None:
+    """The PIT p-value of each level's column against that level's marginal cdf (None where
+    the release has no exact marginal)."""
+    found = []
+    for j in range(sample.shape[1]):
+        marginal = Marginal(release, j)
+        p_value = pit_p_value(marginal, sample[:, j], np.random.default_rng(SEED + 1 + j))  # type: ignore[arg-type]
+        if p_value is None:
+            return None
+        found.append(p_value)
+    return found
+
+
 def law_p_values(case: Case, release: OutputDistribution) -> list[float] | None:
     """The p-values of check (c) on ``release`` (None: nothing to compare with)."""
     sample = release.sample(case.draws, np.random.default_rng(SEED))
     if is_interval(case):
         return coverage_p_values(release, sample)
+    if levels(case):
+        return marginal_p_values(release, sample)
     if case.kind == "mode":
         found = jumps_p_value(release, sample)
         return None if found is None else [found]
@@ -334,7 +397,7 @@ def test_samples_follow_the_cdf(case: Case) -> None:
         pytest.skip("its draws ignore the seed (the library's own RNG)")
     found = law_p_values(case, release)
     if found is None:
-        pytest.skip("no exact cdf (coverage) to compare with")
+        pytest.skip("no exact cdf (coverage, marginal cdf) to compare with")
     assert min(found) > P_MIN, found
 
 
@@ -439,6 +502,13 @@ def test_the_harness_metrics_accept_the_sample(case: Case) -> None:
     sample = release.sample(case.draws, np.random.default_rng(SEED))
     lower, upper = case.bounds
     bounded, statistic = clipped(case), STATISTICS[case.kind]
+    if isinstance(statistic, Quantiles):
+        assert vector_problem(sample, case.draws, statistic.m, lower, upper) is None
+        truth_vector = statistic.values(bounded, lower, upper)
+        ranks = statistic.level_rank_errors(bounded, truth_vector, sample)
+        found = vector_metrics(sample, truth_vector, ranks)
+        assert all(math.isfinite(value) for value in found.values()), found
+        return
     truth = statistic.value(bounded, lower, upper)
     if is_interval(case):
         assert interval_problem(sample, case.draws, lower, upper) is None
@@ -486,6 +556,7 @@ class Shifted:
         ("duff", "median", 0.05),
         ("report_noisy_max", "mode", 1.0),
         ("smooth_cauchy", "quantile", 0.1),
+        ("ind_exp", "quantiles", 0.1),
     ],
 )
 def test_the_law_check_catches_draws_off_the_cdf(name: str, kind: str, shift: float) -> None:
@@ -523,6 +594,13 @@ def test_the_shape_and_range_check_catches_bad_samples() -> None:
     intervals = np.column_stack((good, good + 0.1))
     assert sample_problem(release, intervals[:, ::-1], 10, interval=True) == [
         "an interval with lo > hi"
+    ]
+    rows = np.column_stack((good, good + 0.1, good + 0.2)).clip(release.lower, release.upper)
+    assert sample_problem(release, rows, 10, levels=3) == []
+    assert sample_problem(release, rows[:, ::-1], 10, levels=3) == ["a decreasing row"]
+    assert sample_problem(release, rows + 10.0, 10, levels=3) == ["values outside [a, b]"]
+    assert sample_problem(release, rows[:, :2], 10, levels=3) == [
+        "rows of shape (10, 2), not (10, 3)"
     ]
 
 

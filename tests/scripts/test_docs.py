@@ -37,7 +37,8 @@ CONF = PROJECT_ROOT / "conf"
 HEAD_LINES, MAX_LINES = 40, 250
 EXPERIMENT_PAGES = [
     *("figure1", "figure1_replace_one", "figure2", "quantiles", "peers", "mode", "mean"),
-    *("ptr", "intervals", "trimmed_mean_hypothesis", "bounds"),
+    *("ptr", "intervals", "trimmed_mean_hypothesis", "bounds", "multi_quantiles"),
+    *("loose_bounds", "atoms", "real_data", "decomposition"),
 ]
 REPO_PATH = re.compile(
     r"`((?:tests|mechanisms|experiments|conf|examples|scripts|benchmarks|results/reference"

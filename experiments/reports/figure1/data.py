@@ -104,6 +104,19 @@ def reference_label(palette: style.Palette) -> str:
     return labels[0]
 
 
+OTHER_COMMANDS = {"mode": "mode", "mean": "mean", "median_interval": "intervals"}
+"""The ``duff-plot`` command of a run by the kind of its statistics (else ``figure2``)."""
+
+
+def drawn_by(frame: pd.DataFrame) -> str:
+    """Which ``duff-plot`` command draws a run that Figure 1 cannot."""
+    kinds = {str(statistic).partition("(")[0] for statistic in frame["statistic"]}
+    commands = sorted({OTHER_COMMANDS[kind] for kind in kinds if kind in OTHER_COMMANDS})
+    if not commands:
+        return "a run of the Vertebral Column subsets is drawn by duff-plot figure2"
+    return f"this run is drawn by duff-plot {' or duff-plot '.join(commands)}"
+
+
 def select(frame: pd.DataFrame, mechanisms: Sequence[str] | None, reference: str) -> pd.DataFrame:
     """Rows of the datasets without subsets (one panel each; a dataset split into subsets,
     such as the Vertebral Column's, is Figures 2 and 3's) and, if given, of ``mechanisms``
@@ -111,8 +124,8 @@ def select(frame: pd.DataFrame, mechanisms: Sequence[str] | None, reference: str
     rows = frame.loc[frame["subset"] == ""]
     if rows.empty:
         raise ReportError(
-            "summary has no rows of a dataset without subsets, such as "
-            f"{', '.join(FIGURE1_DATASETS)} (a figure2 run is drawn by duff-plot figure2)"
+            "summary has no median rows of a dataset without subsets, such as "
+            f"{', '.join(FIGURE1_DATASETS)}; {drawn_by(frame)}"
         )
     if mechanisms is not None:
         unknown = sorted(set(mechanisms) - set(rows["mechanism"]))
@@ -290,11 +303,36 @@ class Figure1:
     ratios: pd.DataFrame
     comparison: pd.DataFrame
     tolerance: float
+    truth: str = "sample"
+    """What the errors are measured against (a key of :data:`TRUTHS`)."""
 
     @property
     def reference(self) -> str:
         """The label of the Duff series."""
         return reference_label(self.palette)
+
+
+TRUTHS = {"sample": "|T(S) − M(S)|", "population": "|θ − M(S)|"}
+"""The truths an error can be measured against, and how the figure writes that error: the
+sample median T(S) (the paper's choice), or the population median θ of the dataset's law
+(``population_abs_error``, :mod:`experiments.harness.metrics`)."""
+
+
+def scored_against(ok: pd.DataFrame, truth: str) -> pd.DataFrame:
+    """``ok`` with ``mean_abs_error`` the error against ``truth``: unchanged for ``sample``,
+    ``population_abs_error`` for ``population`` (refused where a row has none: real data, a
+    run written before the population errors)."""
+    if truth not in TRUTHS:
+        raise ReportError(f"--truth: must be one of {', '.join(TRUTHS)}, got {truth!r}")
+    if truth == "sample":
+        return ok
+    missing = ok.loc[ok["population_abs_error"].isna() & (ok["answer_rate"] > 0)]
+    if len(missing):
+        raise ReportError(
+            f"--truth population: {len(missing)} rows have no population error (e.g. dataset "
+            f"{missing['dataset'].iloc[0]!r}: real data, or a run written before that column)"
+        )
+    return ok.assign(mean_abs_error=ok["population_abs_error"])
 
 
 def compute(
@@ -303,17 +341,23 @@ def compute(
     mechanisms: Sequence[str] | None = None,
     tolerance: float = 0.25,
     stream: TextIO | None = None,
+    truth: str = "sample",
 ) -> Figure1:
-    """Read and check ``results_dir``; aggregate its median rows, take ratios, compare with
-    the paper.  Excluded rows and absent panels are reported on ``stream`` (stderr)."""
+    """Read and check ``results_dir``; aggregate its median rows scored against ``truth``
+    (:data:`TRUTHS`), take ratios, compare with the paper.  Excluded rows and absent panels
+    are reported on ``stream`` (stderr)."""
     stream = sys.stderr if stream is None else stream
     if not (tolerance >= 0):
         raise ReportError(f"--tolerance: must be >= 0, got {tolerance}")
     results = results_reader.load(results_dir)
+    medians = median_rows(results.summary)
+    if medians.empty:
+        raise ReportError(f"summary has no median rows; {drawn_by(results.summary)}")
     palette = style.palette(results)
     reference = reference_label(palette)
-    frame = select(median_rows(results.summary), mechanisms, reference)
+    frame = select(medians, mechanisms, reference)
     ok, failed = split_failed(frame)
+    ok = scored_against(ok, truth)
     report_failed(failed, stream)
     datasets = panels(ok)
     absent = [d for d in FIGURE1_DATASETS if d not in datasets]
@@ -323,4 +367,6 @@ def compute(
     ratios = ratios_to_reference(agg, reference)
     comparison = compare_with_paper(agg, ratios, tolerance, palette)
     summary_path = Path(results_dir) / SUMMARY_FILE
-    return Figure1(summary_path, palette, ok, failed, datasets, agg, ratios, comparison, tolerance)
+    return Figure1(
+        summary_path, palette, ok, failed, datasets, agg, ratios, comparison, tolerance, truth
+    )

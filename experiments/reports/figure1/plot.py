@@ -56,9 +56,12 @@ def _markers(
 
 
 def draw_figure(
-    agg: pd.DataFrame, datasets: Sequence[str], palette: style.Palette
+    agg: pd.DataFrame,
+    datasets: Sequence[str],
+    palette: style.Palette,
+    error: str = "|T(S) − M(S)|",
 ) -> tuple[Figure, dict[str, Axes]]:
-    """One panel per dataset: mean error against ε with ±1 sd bars, log y-axis.
+    """One panel per dataset: mean ``error`` against ε with ±1 sd bars, log y-axis.
 
     Returns the figure and its axes by dataset, so further layers (e.g.
     theoretical bounds) can be drawn on a panel before saving.
@@ -95,7 +98,7 @@ def draw_figure(
         ax.set_title(style.dataset_title(dataset))
         ax.set_xlabel("ε")
         ax.grid(True, which="major", alpha=0.3)
-    axes[0][0].set_ylabel("mean |T(S) − M(S)|")
+    axes[0][0].set_ylabel(f"mean {error}")
     figure_legend(fig, panels)
     return fig, panels
 

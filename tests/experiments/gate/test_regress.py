@@ -39,6 +39,7 @@ MEAN_AND_MODE = {"laplace_mean", "gaussian_mean", "trimmed_mean_student_t"} | {
     "stability_histogram",
 }
 INTERVALS = {"dp_order_statistic", "drechsler_expmech"}
+MULTI = {"joint_exp", "ind_exp", "app_ind_exp", "approximate_quantiles", "tree_quantiles"}
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +117,7 @@ def write_candidate(path: Path, baseline: pd.DataFrame, plan, factors=None) -> P
                     "mean_abs_error": error,
                     "mean_count_gap": error,
                     "mean_width": error,
+                    "total_rank_error": error,
                     "coverage": 1.0,
                     "rmse": error,
                     "guarantee_epsilon": epsilon,
@@ -141,8 +143,9 @@ def test_committed_baseline_covers_the_study_and_detects_a_30_percent_change(
     cells = baseline.reset_index()
     assert baseline["config_hash"].iloc[0] == plan.config_hash  # regenerate with --update
     # 7 median mechanisms on the median and the 0.1-quantile, Duff + 3 others on the mean,
-    # Duff + 4 others on the mode, 2 interval methods; 3 datasets, 3 epsilons
-    assert len(cells) == 3 * 3 * (7 * 2 + 4 + 5 + 2) and set(cells["dataset"]) == {
+    # Duff + 4 others on the mode, 2 interval methods, 5 methods of m = 4 quantiles at once;
+    # 3 datasets, 3 epsilons
+    assert len(cells) == 3 * 3 * (7 * 2 + 4 + 5 + 2 + 5) and set(cells["dataset"]) == {
         "normal",
         "uniform",
         "beta",
@@ -153,8 +156,9 @@ def test_committed_baseline_covers_the_study_and_detects_a_30_percent_change(
         "mean",
         "mode",
         "median_interval(0.05)",
+        "quantiles(m=4)",
     }
-    assert {m.name for m in plan.mechanisms} == STUDY | MEAN_AND_MODE | INTERVALS
+    assert {m.name for m in plan.mechanisms} == STUDY | MEAN_AND_MODE | INTERVALS | MULTI
     assert set(cells["mechanism"]) == {m.label for m in plan.mechanisms}
     assert {0.1, 2.0} <= set(cells["epsilon"])
     assert (cells["replicates"] == plan.datasets[0].replicates).all()
@@ -261,7 +265,7 @@ def test_a_noise_mechanism_that_skips_output_clipping_fails(baseline, tmp_path, 
 def test_one_cell_times_1_3_fails_and_a_copy_passes(baseline, plan, tmp_path, capsys):
     same = write_candidate(tmp_path / "same", baseline, plan)
     assert regress.main(["--candidate", str(same)]) == 0
-    assert "regression gate PASSED: all 225 cells" in capsys.readouterr().out
+    assert "regression gate PASSED: all 270 cells" in capsys.readouterr().out
 
     rare = baseline.index.get_level_values("statistic") == "mode"  # documented: wider
     loosest = baseline.loc[~rare, "tolerance"].idxmax()
@@ -270,7 +274,7 @@ def test_one_cell_times_1_3_fails_and_a_copy_passes(baseline, plan, tmp_path, ca
         worse = write_candidate(tmp_path / f"worse-{label}", baseline, plan, {cell: 1.3})
         assert regress.main(["--candidate", str(worse / "summary.csv")]) == 1
         out = capsys.readouterr().out
-        assert "FAILED: 1 of 225 cells (1 worse" in out
+        assert "FAILED: 1 of 270 cells (1 worse" in out
         row = next(line for line in out.splitlines() if "WORSE" in line).split()
         expected = [dataset, statistic, label, f"{epsilon:g}", *row[4:6], "1.300", *row[7:8]]
         assert row == [*expected, "WORSE"]
@@ -293,9 +297,9 @@ def test_exact_reproduction_is_reported(baseline, plan) -> None:
     nudged = cells.copy()
     nudged.loc[key, "error"] = np.nextafter(nudged.loc[key, "error"], 1.0)
     report = gate_verdicts.compare(baseline, regress.Candidate(nudged, plan.config_hash))
-    assert report.passed and report.cells["identical"].sum() == 224
+    assert report.passed and report.cells["identical"].sum() == 269
     text = gate_verdicts.render(report)
-    assert "cells that moved (1 of 225)" in text and "224/225 cells identical" in text
+    assert "cells that moved (1 of 270)" in text and "269/270 cells identical" in text
 
 
 def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_path, capsys):
@@ -310,7 +314,7 @@ def test_update_writes_a_baseline_that_the_same_run_passes(baseline, plan, tmp_p
         1.5 * baseline.loc[("normal", "", "median", "duff", 0.1), "error"], rel=1e-12
     )
     assert regress.main(["--candidate", str(source), "--baseline", str(target)]) == 0
-    assert "225/225 cells identical" in capsys.readouterr().out
+    assert "270/270 cells identical" in capsys.readouterr().out
 
 
 def _input_error(args: list[str], capsys, match: str) -> str:
@@ -368,7 +372,7 @@ def test_input_errors_exit_2(baseline, plan, tmp_path, capsys) -> None:
     summary[summary["dataset"] != "beta"].to_csv(good / "summary.csv", index=False)
     datasets = [d for d in manifest["numbers"]["datasets"] if d["id"] != "beta"]
     _rewrite_run(good, manifest, {**manifest["numbers"], "datasets": datasets})
-    _input_error(["--candidate", str(good)], capsys, "lacks 75 of the baseline's 225 cells")
+    _input_error(["--candidate", str(good)], capsys, "lacks 90 of the baseline's 270 cells")
     # a broken baseline
     broken = tmp_path / "broken.csv"
     broken.write_text("dataset,mechanism\nnormal,duff\n")

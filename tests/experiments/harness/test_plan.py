@@ -139,11 +139,16 @@ def test_names_resolve_to_group_files_and_inline_entries() -> None:
     [
         (
             {"datasets": ["normall"]},
-            "unknown dataset 'normall'; valid names: beta, cps_wages,",
+            "unknown dataset 'normall'; valid names: beta, cauchy_line, cps_wages,",
         ),
         (
             {"mechanisms": ["duf"]},
             "unknown mechanism 'duf'; valid names: .*duff, duff_replace_one, gaussian_global",
+        ),
+        (
+            {"mechanisms": ["smooth_laplace"]},
+            "'smooth_laplace' is a mechanism class without an entry of that name; its "
+            "entries: smooth_laplace_oracle, smooth_laplace_public",
         ),
         ({"mechanisms": [{"name": "duff"}]}, "inline mechanism entry needs a 'label'"),
         ({"mechanisms": [LAPLACE, LAPLACE]}, "duplicate entries lap"),

@@ -100,6 +100,10 @@ def test_the_default_results_dir_is_unique_and_holds_the_log(tmp_path) -> None:
         ("+mechanism=laplace_global", "'mechanism': to choose mechanisms, write mechanisms=["),
         ("+epsilon=[5.0]", "'epsilon': to choose epsilons, write epsilons=["),
         ("+replicate=3", "'replicate': did you mean replicates?"),
+        # without the "+", the same line (before Hydra answers with its own error)
+        ("mechanism=duff", "'mechanism': to choose mechanisms, write mechanisms=["),
+        ("epsilon=0.5", "'epsilon': to choose epsilons, write epsilons=["),
+        ("replicate=3", "'replicate': did you mean replicates?"),
     ],
 )
 def test_stray_keys_are_refused_in_one_line(override, hint, tmp_path) -> None:
@@ -108,7 +112,19 @@ def test_stray_keys_are_refused_in_one_line(override, hint, tmp_path) -> None:
     message = stderr.strip()
     assert message.startswith(f"duff-run: error: unknown config key {hint}"), stderr
     assert len(message.splitlines()) == 1
-    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("*.csv"))
+    assert not (tmp_path / "results").exists()  # a refused run leaves nothing behind
+
+
+def test_a_refused_run_leaves_nothing_behind(tmp_path) -> None:
+    code, _ = finished(start_cli(*tiny_overrides(), "mechanisms=[no_such]", cwd=tmp_path))
+    assert code == 1 and not (tmp_path / "results").exists()
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "mine.txt").write_text("the user's")
+    args = [*tiny_overrides(), MECHANISMS_ARG, f"results_dir={foreign}"]
+    code, stderr = finished(start_cli(*args, cwd=tmp_path))
+    assert code == 1 and "refusing to write into it" in stderr
+    assert [p.name for p in foreign.iterdir()] == ["mine.txt"]
 
 
 def test_help_points_at_the_lists_not_at_groups(tmp_path) -> None:
@@ -138,7 +154,9 @@ def test_a_sweep_with_failed_rows_says_so_and_exits_3(tmp_path) -> None:
 
 def a_long_sweep_under_way(results: Path) -> tuple[subprocess.Popen, list[psutil.Process]]:
     """A CLI sweep into ``results`` that has saved its first unit, and its worker processes."""
-    overrides = tiny_overrides(n=20001, replicates=40, trials=20000, n_jobs=2)
+    # minutes of work (it is stopped after its first unit): under load, a shorter sweep could
+    # finish before the test's signal reaches it
+    overrides = tiny_overrides(n=20001, replicates=2000, trials=20000, n_jobs=2)
     process = start_cli(*overrides, MECHANISMS_ARG, f"results_dir={results}", cwd=results.parent)
     deadline = time.monotonic() + 60
     while not any((results / "units").rglob("*.npz")):

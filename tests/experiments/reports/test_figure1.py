@@ -329,8 +329,29 @@ def test_truncated_or_corrupt_summary_exits_2(
     assert err.startswith(f"{ERROR}{summary}") and err.count("\n") == 1
     columns = len(results_reader.SUMMARY_SPEC.columns)
     assert message.format(more=columns + 1, columns=columns) in err
+    assert f"rerun the experiment with results_dir={results}" in err  # every cut: the remedy
     assert "Traceback" not in err
     assert not (results / "figure1.png").exists()
+
+
+def test_a_run_without_its_summary_says_how_to_finish_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _write(tmp_path, build_summary())
+    (results / "summary.csv").unlink()
+    assert plot(str(results)) == 2
+    err = capsys.readouterr().err
+    assert "summary.csv: no such file" in err and f"results_dir={results} to write it" in err
+
+
+@pytest.mark.parametrize(("statistic", "command"), [("mode", "mode"), ("mean", "mean")])
+def test_a_run_of_another_statistic_names_its_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], statistic: str, command: str
+) -> None:
+    assert figure1_data.drawn_by(pd.DataFrame({"statistic": [statistic]})).endswith(
+        f"drawn by duff-plot {command}"
+    )
+    assert "duff-plot figure2" in figure1_data.drawn_by(pd.DataFrame({"statistic": ["median"]}))
 
 
 def test_a_summary_of_another_plan_exits_2(
