@@ -158,6 +158,33 @@ class DaskPool:
         """Nothing to kill: a Dask worker thread cannot be stopped from outside."""
 
 
+class CtrlC:
+    """While active (a context manager, in the main thread), SIGINT raises KeyboardInterrupt
+    as usual and is also remembered, so that :meth:`check` raises it again if the first one
+    was swallowed; elsewhere (another thread) it does nothing."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._previous: Any = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.pressed = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
 @dataclass
 class Supervisor:
     """Run tasks on ``pool`` with ``workers`` in flight; report each task's end once.
@@ -176,10 +203,21 @@ class Supervisor:
     inflight: dict[Any, Task] = field(default_factory=dict)
 
     def run(self, tasks: Sequence[Task]) -> None:
-        """Run every task to an end; on KeyboardInterrupt kill the workers and re-raise."""
+        """Run every task to an end; on KeyboardInterrupt kill the workers and re-raise.
+
+        Ctrl-C is noted by a handler of this loop's own (:class:`CtrlC`) as well as raised:
+        a KeyboardInterrupt that lands inside an object's finaliser is swallowed by Python
+        ("Exception ignored in ..."), and the sweep would then run to its end; the note
+        makes the loop raise it at its next poll instead.
+        """
         self.pending.extend(tasks)
+        with CtrlC() as ctrl_c:
+            self._run(ctrl_c)
+
+    def _run(self, ctrl_c: CtrlC) -> None:
         try:
             while self.pending or self.suspects or self.inflight:
+                ctrl_c.check()
                 self._fill()
                 done = self.pool.wait(list(self.inflight), POLL_SECONDS)
                 for future in done:

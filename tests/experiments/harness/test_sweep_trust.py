@@ -170,9 +170,9 @@ def test_ctrl_c_saves_finished_units_and_says_how_to_resume(tmp_path) -> None:
     process, workers = a_long_sweep_under_way(results)
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: the whole process group
     code, stderr = finished(process)
-    assert code == 130
+    assert code == 130, stderr
     lines = stderr.strip().splitlines()
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stderr, stderr
     assert lines[-1].startswith("duff-run: interrupted: ")
     assert lines[-1].endswith(f"units saved in {results}; rerun the same command to resume")
     assert not list(results.rglob("*.tmp"))
