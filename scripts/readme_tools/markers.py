@@ -65,7 +65,7 @@ NOT_PAGES = ("_build", "generated")
 HEAD_LINES = 40
 """The README's first lines, read as raw text: no markers there."""
 HEAD_QUOTES = {
-    "setup.figure1_first_min": "{} min the first time",
+    "setup.figure1_first_s": "{} s the first time",
     "setup.figure1_s": "then {} s",
     "setup.test_min": "about {} min on 2 cores",
 }
