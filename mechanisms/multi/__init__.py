@@ -13,7 +13,8 @@ Registered methods (module, guarantee):
   Gillenwater, Joseph & Kulesza, exact sampler :mod:`~mechanisms.multi.joint_exp_sampler`;
   ε-DP, add/remove or replace-one.
 * ``ind_exp``, ``ind_duff``, ``smooth_laplace_per_level`` (:mod:`~mechanisms.multi.independent`):
-  a single-quantile mechanism per level at ε/m (δ/m), basic composition, sorted afterwards.
+  a single-quantile mechanism per level at ε/m (δ/m), basic composition, sorted afterwards;
+  ``laplace_ln_per_level``: LaplaceLN per level at CDP parameter ε/√m, ε²/2-zCDP overall.
 * ``app_ind_exp`` (:mod:`~mechanisms.multi.independent`, :mod:`~mechanisms.multi.composition`):
   the quantile EM per level at the ε₀ that Dong, Durfee & Rogers' optimal composition of
   exponential mechanisms allows for an overall (ε, δ).

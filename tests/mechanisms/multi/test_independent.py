@@ -214,3 +214,16 @@ def test_planted_bug_is_caught(bug, check, monkeypatch):
 
 def test_every_planted_bug_is_exercised():
     assert {b for b, _ in CAUGHT_BY} == set(BUGS)
+
+
+@pytest.mark.parametrize("m", [1, 4, 9])
+def test_laplace_ln_per_level_spends_the_zcdp_of_one_laplace_ln(m: int) -> None:
+    """ρ adds up (Bun & Steinke 2016, Lemma 2.3): m levels at ε/√m are ε²/2-zCDP, reported
+    as one LaplaceLN at ε would be; a level at ε/m (basic composition's share) would not."""
+    whole = registry.make("laplace_ln", epsilon=1.5, delta=1e-6)
+    per_level = registry.make("laplace_ln_per_level", epsilon=1.5, delta=1e-6, m=m)
+    rhos = [level.guarantee.rho for level in per_level.levels]
+    assert math.fsum(rhos) == pytest.approx(whole.guarantee.rho, rel=1e-12)
+    assert per_level.guarantee.rho == whole.guarantee.rho
+    assert per_level.guarantee.epsilon == whole.guarantee.epsilon
+    assert per_level.guarantee.delta == 1e-6 and "Lemma 2.3" in per_level.guarantee.source
