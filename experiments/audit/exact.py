@@ -22,7 +22,8 @@ Reported statistic, maximised over pairs, both directions and cells:
 
 * pure ε-DP (``guarantee.delta == 0``): the privacy loss ``log(P_S(I) / P_S'(I))``
   divided by ε, using the lower bound ``log((P - r) / (Q + r))`` with ``r`` the
-  resolution, an upper bound on the float error of a cell probability (cells
+  resolution (or the ``cdf_error`` a release declares, if larger: :func:`cell_resolution`),
+  an upper bound on the float error of a cell probability (cells
   with ``P <= r`` are skipped).  A value above 1 is a violation.
 * approximate (ε, δ)-DP (``delta > 0``, ε the guarantee's epsilon): the
   hockey-stick divergence ``Σ_cells max(0, P_S(cell) - e^ε P_S'(cell))`` divided
@@ -164,6 +165,14 @@ def release_of(mechanism: Mechanism, data: np.ndarray) -> OutputDistribution:
     return mechanism.release(data, (LOWER, UPPER))
 
 
+def cell_resolution(releases: tuple[OutputDistribution, ...], resolution: float) -> float:
+    """The float error of a cell probability for this pair: ``resolution``, or the larger
+    ``cdf_error`` a release declares (a cdf computed by quadrature is accurate to its
+    error bound, not to the last bit: a cell probability below it carries no information)."""
+    declared = [float(getattr(release, "cdf_error", 0.0)) for release in releases]
+    return max([resolution, *declared])
+
+
 def pair_statistic(
     releases: tuple[OutputDistribution, OutputDistribution],
     points: np.ndarray,
@@ -232,7 +241,9 @@ def audit(
         for pair in neighbour_pairs(rng, guarantee.neighbouring, pairs, max_size, large):
             releases = (release_of(mechanism, pair.first), release_of(mechanism, pair.second))
             points = cdf_points(pair, cells)
-            value = pair_statistic(releases, points, guarantee, resolution)
+            value = pair_statistic(
+                releases, points, guarantee, cell_resolution(releases, resolution)
+            )
             result.pairs += 1
             result.cells = max(result.cells, points.size + 1)
             if value > result.statistic:

@@ -65,6 +65,13 @@ from mechanisms.unbounded.grid import GeometricGrid
 FIRST_SHARE = 0.5
 """The share of ε of the first invocation without a lower bound (module docstring)."""
 TAIL = 1e-17
+CDF_ERROR = 1e-9
+"""An absolute error bound of the releases' cdfs: the quadrature agrees with SciPy's adaptive
+``quad`` to a relative 1e-9 (``tests/mechanisms/unbounded/test_above_threshold.py``), and a
+cdf near 1 computed as ``exp`` of a log-integral carries that relative error as an absolute
+one.  The exact privacy audit treats a cell probability below it as noise: in a cell of
+probability 1e-14 (the terminal value b, where a cdf that rounds to 1.0 gives 0 for one
+dataset and 1e-14 for its neighbour) the float error would otherwise read as a privacy loss."""
 MAX_COMPONENTS = 4096
 """The most first-invocation candidates whose mixture :meth:`TwoStepRelease.cdf` sums: past
 it the cdf raises ``NotImplementedError`` (the release is audited from samples).  The
@@ -97,6 +104,10 @@ def grid_law(
 
 class GridRelease(Release):
     """One invocation: the candidate AboveThreshold stops at, exact pmf and cdf."""
+
+    cdf_error: float = CDF_ERROR
+    """An absolute error bound of :meth:`cdf` (quadrature, module docstring of
+    :mod:`mechanisms.unbounded.above_threshold`), read by the exact privacy audit."""
 
     def __init__(
         self, sorted_x: np.ndarray, lower: float, upper: float, alpha: float, grid: GeometricGrid,
@@ -156,6 +167,9 @@ class TwoStepRelease(Release):
     """No lower bound: a private lower bound from the negated data, then :class:`GridRelease`
     (module docstring).  The law is the mixture over the first invocation's output; its cdf
     sums the components of all but ``2·TAIL`` of the first law's mass."""
+
+    cdf_error: float = CDF_ERROR
+    """As :attr:`GridRelease.cdf_error` (a mixture of such cdfs)."""
 
     def __init__(
         self, sorted_x: np.ndarray, upper: float, alpha: float, beta: float,

@@ -141,3 +141,21 @@ def test_no_cdf_is_skipped_and_errors_are_reported(own_registry: None) -> None:
     assert audit_cli.main(["--target", "json.JSONDecoder", "--pairs", "2", "--epsilons", "1"]) == 1
     with pytest.raises(SystemExit):
         audit_cli.main(["--output", "audit.txt"])
+
+
+def test_a_release_declaring_its_cdf_error_sets_the_cells_resolution() -> None:
+    """A quadrature cdf near 1 is exact to its error bound, not to the last bit: below it a
+    cell probability is noise (unbounded_quantile's terminal cell, 1e-14 against 0, read as a
+    loss of 2.27 ε before), so the exact audit uses the larger of the two."""
+    from types import SimpleNamespace
+
+    from experiments.audit.exact import cell_resolution, loss_lower_bound
+    from mechanisms.unbounded.quantile import CDF_ERROR, GridRelease
+
+    exact, quadrature = SimpleNamespace(), SimpleNamespace(cdf_error=1e-9)
+    assert cell_resolution((exact, exact), 1e-15) == 1e-15
+    assert cell_resolution((exact, quadrature), 1e-15) == 1e-9
+    assert GridRelease.cdf_error == CDF_ERROR == 1e-9
+    p, q = np.array([1 - 1.07e-14, 1.07e-14]), np.array([1.0, 0.0])
+    assert loss_lower_bound(p, q, 1e-15) > 2.0  # the false alarm
+    assert loss_lower_bound(p, q, cell_resolution((exact, quadrature), 1e-15)) < 1e-6
