@@ -49,7 +49,7 @@ from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.interface import Mechanism, Release
 from mechanisms.core.registration import configure, get, register
 from mechanisms.core.validation import check_rng, check_size
-from mechanisms.multi.base import Levels, MultiQuantileMechanism
+from mechanisms.multi.base import MultiQuantileMechanism
 from mechanisms.multi.release import QuantilesRelease
 
 
@@ -166,24 +166,7 @@ class ApproximateQuantiles(MultiQuantileMechanism):
     name = "approximate_quantiles"
     display_name = "ApproximateQuantiles"
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        delta: float | None = None,
-        bounding: str = "clip",
-        alphas: Levels = None,
-        m: int | None = None,
-        neighbours: str = "add_remove",
-    ) -> None:
-        super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            bounding=bounding,
-            alphas=alphas,
-            m=m,
-            neighbours=neighbours,
-        )
+    def _prepare(self) -> None:
         self.depth = recursion_depth(self.m)
         self.call_epsilon = depth_epsilon(self.epsilon, self.m, self.neighbouring)
         self.nodes = build_tree(self.alphas, self.call_epsilon)

@@ -45,6 +45,12 @@ class MultiQuantileMechanism(Mechanism[QuantilesRelease]):
         self.neighbouring = check_neighbours(
             check_choice(neighbours, self.neighbour_choices, "neighbours")
         )
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """What a method derives from its checked options (levels, ε, neighbouring) once,
+        at construction: a subclass without options of its own overrides this rather than
+        repeating ``__init__``'s signature (which is where its options are read from)."""
 
     @property
     def m(self) -> int:

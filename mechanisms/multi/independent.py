@@ -53,7 +53,7 @@ from mechanisms.core.guarantee import Guarantee
 from mechanisms.core.interface import Mechanism, Release
 from mechanisms.core.registration import configure, get, register
 from mechanisms.core.validation import check_rng, check_size
-from mechanisms.multi.base import Levels, MultiQuantileMechanism
+from mechanisms.multi.base import MultiQuantileMechanism
 from mechanisms.multi.composition import per_level_epsilon
 from mechanisms.multi.release import QuantilesRelease, order_statistic_cdf
 
@@ -113,24 +113,7 @@ class PerLevelMechanism(MultiQuantileMechanism):
     method: ClassVar[str] = ""
     """The method's own source, by author and title (prefixed to the guarantee's source)."""
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        delta: float | None = None,
-        bounding: str = "clip",
-        alphas: Levels = None,
-        m: int | None = None,
-        neighbours: str = "add_remove",
-    ) -> None:
-        super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            bounding=bounding,
-            alphas=alphas,
-            m=m,
-            neighbours=neighbours,
-        )
+    def _prepare(self) -> None:
         self.level_epsilon, self.level_delta = self.level_privacy()
         single = get(self.single)
         self.levels: list[Mechanism] = [
