@@ -80,6 +80,7 @@ from experiments.harness.results import (
     SUMMARY_FILE,
     ResultsDirError,
     StaleUnitError,
+    StoredUnit,
     assemble,
     config_hash,
     file_sha256,
@@ -255,7 +256,7 @@ def _run_locked(
     if previous:
         log.info("resuming %s: %d of %d units to compute", out, len(todo), len(units))
     try:
-        invocation["n_jobs_effective"] = execute_units(
+        invocation["n_jobs_effective"], stored = execute_units(
             todo,
             plan,
             digest,
@@ -275,7 +276,7 @@ def _run_locked(
     remove_temporaries(out)  # of workers killed mid-write while the pool recovered
     invocation["units_computed"] = len(todo)
     clock = time.perf_counter() - clock
-    return _finish(plan, out, paths, codes, manifest, invocation, clock, digest)
+    return _finish(plan, out, paths, codes, manifest, invocation, clock, digest, stored)
 
 
 def _finish(
@@ -287,13 +288,21 @@ def _finish(
     invocation: dict[str, Any],
     runtime: float,
     digest: str,
+    stored: Mapping[Path, StoredUnit],
 ) -> Path:
-    """Assemble summary.csv (and estimates.npz) from the unit files, each checked to be of
-    the code ``codes`` gives it; complete run.json, with the files' checksums."""
+    """Assemble summary.csv (and estimates.npz) from the unit files (``stored``: the content
+    of those the workers just wrote), each checked to be of the code ``codes`` gives it;
+    complete run.json, with the files' checksums."""
     settings = plan.settings
     trials = settings.trials if settings.keep_estimates else None
     summary = assemble(
-        out, paths, rows_per_unit=len(settings.epsilons), trials=trials, digest=digest, codes=codes
+        out,
+        paths,
+        rows_per_unit=len(settings.epsilons),
+        trials=trials,
+        digest=digest,
+        codes=codes,
+        stored=stored,
     )
     checksums = {SUMMARY_FILE: file_sha256(out / SUMMARY_FILE)}
     if trials is not None:

@@ -19,6 +19,7 @@ are shared by every unit: there, a plug-in is trusted not to patch other code.
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,12 +31,38 @@ from tqdm.auto import tqdm
 from experiments.harness.code_identity import group_identity, isolation_group, unit_identity
 from experiments.harness.config import ConfigError
 from experiments.harness.plan import Plan, Unit
-from experiments.harness.results import save_unit
+from experiments.harness.results import StoredUnit, save_unit
 from experiments.harness.supervisor import DaskPool, LokyPool, Pool, Supervisor, Task
-from experiments.harness.unit import failed_unit, run_unit
+from experiments.harness.unit import UnitResult, failed_unit, run_units
 from mechanisms.statistics import MEDIAN
 
 log = logging.getLogger(__name__)
+
+MAX_UNITS_PER_TASK = 16
+"""The most units one task carries (a crash or a hang reruns at most this many)."""
+TASKS_PER_WORKER = 32
+"""Fewer units per task while the units would give a worker fewer tasks than this (so that
+the workers finish together)."""
+
+
+def units_per_task(units: int, workers: int, backend: str) -> int:
+    """How many consecutive units a task carries (module docstring, "Tasks")."""
+    if backend != "loky":
+        return 1
+    return max(1, min(MAX_UNITS_PER_TASK, math.ceil(units / (workers * TASKS_PER_WORKER))))
+
+
+def unit_progress(task: Task) -> tuple[int, float]:
+    """How many leading units of ``task`` have their unit file, and the time the last was
+    written (the :data:`experiments.harness.supervisor.Progress` of unit tasks)."""
+    finished, last = 0, 0.0
+    for _, path in task.items:
+        try:
+            last = path.stat().st_mtime
+        except FileNotFoundError:
+            break
+        finished += 1
+    return finished, last if finished else 0.0
 
 
 @contextmanager
@@ -71,15 +98,23 @@ def execute_units(
     workers: int,
     timeout: float | None,
     desc: str,
-) -> int:
+) -> tuple[int, dict[Path, StoredUnit]]:
     """Run the units of ``todo`` under a :class:`Supervisor`, each isolation group in its own
     worker processes (module docstring); each unit ends with a unit file.  Returns the
-    number of units kept in flight."""
+    number of tasks kept in flight, and what the workers stored for the units they
+    finished (by unit file)."""
     settings = plan.settings
     bar = tqdm(total=len(todo), desc=desc, unit="unit", disable=None, file=sys.stderr)
+    stored: dict[Path, StoredUnit] = {}
 
-    def failed(task: Task, cause: str) -> None:
-        unit, path = task.key
+    def done(items: tuple[tuple[Unit, Path], ...], results: Sequence[UnitResult] | None) -> None:
+        if results is not None:
+            for (_, path), result in zip(items, results, strict=True):
+                stored[path] = StoredUnit(result.records, result.estimates, digest, result.code)
+        bar.update(len(items))
+
+    def failed(item: tuple[Unit, Path], cause: str) -> None:
+        unit, path = item
         log.warning("%s: %s", unit_name(unit), cause)
         estimates = None
         if settings.keep_estimates:
@@ -88,21 +123,27 @@ def execute_units(
         save_unit(path, rows, estimates, digest, code=unit_identity(unit))
         bar.update()
 
-    groups: dict[tuple[str, ...], list[Task]] = {}
+    for _, path in todo:  # a unit file present during the run is one this run wrote
+        path.unlink(missing_ok=True)
+    size = units_per_task(len(todo), workers, backend)
+    groups: dict[tuple[str, ...], list[tuple[Unit, Path]]] = {}
     for unit, path in todo:
-        task = Task((unit, path), run_unit, (unit, settings, path, digest, timeout))
-        groups.setdefault(isolation_group(unit), []).append(task)
+        groups.setdefault(isolation_group(unit), []).append((unit, path))
     in_flight = workers
     with bar:
-        for group, tasks in sorted(groups.items()):
-            modules = sorted({task.key[0].mechanism.module for task in tasks} | set(group))
+        for group, items in sorted(groups.items()):
+            tasks = [
+                Task(tuple(items[i : i + size]), run_units, (settings, digest, timeout))
+                for i in range(0, len(items), size)
+            ]
+            modules = sorted({unit.mechanism.module for unit, _ in items} | set(group))
             with unit_pool(backend, address, workers, modules, group_identity(group)) as (
                 pool,
                 in_flight,
             ):
-                supervisor = Supervisor(pool, in_flight, timeout, lambda _: bar.update(), failed)
+                supervisor = Supervisor(pool, in_flight, timeout, done, failed, unit_progress)
                 supervisor.run(tasks)
-    return in_flight
+    return in_flight, stored
 
 
 def unit_name(unit: Unit) -> str:

@@ -64,6 +64,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +75,12 @@ from experiments.harness.metrics import METRICS
 
 if TYPE_CHECKING:
     import pandas as pd
-from experiments.base.atomic_files import write_npz_atomic, write_text_atomic
+from experiments.base.atomic_files import (
+    Writer,
+    write_bytes_atomic,
+    write_npz_atomic,
+    write_text_atomic,
+)
 
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.csv"
@@ -278,10 +284,12 @@ def save_unit(
     digest: str,
     *,
     code: str = "",
-) -> None:
-    """Store one unit: its rows (a structured array with the fields :data:`SUMMARY_COLUMNS`),
-    the config hash ``digest`` of its sweep, the identity ``code`` of the code that
-    computed it and, when kept, its ``rows × trials`` estimates."""
+    write: Writer = write_bytes_atomic,
+) -> np.ndarray:
+    """Store one unit (atomically, with ``write``): its rows (a structured array with the
+    fields :data:`SUMMARY_COLUMNS`, returned), the config hash ``digest`` of its sweep, the
+    identity ``code`` of the code that computed it and, when kept, its ``rows × trials``
+    estimates."""
     columns = [np.asarray(rows[column]) for column in SUMMARY_COLUMNS]
     records = np.empty(
         len(columns[0]), dtype=[(c, a.dtype) for c, a in zip(SUMMARY_COLUMNS, columns, strict=True)]
@@ -291,7 +299,50 @@ def save_unit(
     arrays = {"rows": records, "config_hash": np.asarray(digest), "code": np.asarray(code)}
     if estimates is not None:
         arrays["estimates"] = estimates
-    write_npz_atomic(path, arrays)
+    write_npz_atomic(path, arrays, write)
+    return records
+
+
+@dataclass(frozen=True)
+class StoredUnit:
+    """The content of a unit file: rows, estimates (``None`` if not stored), the config
+    hash of its sweep (``None`` if not recorded) and the code identity (``""`` if not)."""
+
+    records: np.ndarray
+    estimates: np.ndarray | None
+    digest: str | None
+    code: str
+
+    def checked(
+        self, path: Path, *, rows: int, trials: int | None, digest: str, code: str | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and estimates (``rows × 0`` when ``trials`` is None) once checked against
+        the plan, as :func:`load_unit` says."""
+        remedy = "delete it and rerun the same command to recompute it"
+        if self.digest != digest:
+            raise ResultsDirError(
+                f"unit file {path} belongs to another configuration (config hash "
+                f"{(self.digest or 'none')[:12]}, this run's {digest[:12]}); {remedy}"
+            )
+        if code is not None and self.code != code:
+            raise StaleUnitError(
+                f"unit file {path} was computed by other code (code {self.code or 'unrecorded'}, "
+                f"this run's {code}: the code changed during the run, or the workers run other "
+                "code than the main process); rerun the same command to recompute it"
+            )
+        estimates = self.estimates if trials is not None else np.empty((rows, 0))
+        shape_ok = trials is None or (estimates is not None and estimates.shape == (rows, trials))
+        if (
+            self.records.dtype.names != SUMMARY_COLUMNS
+            or self.records.shape != (rows,)
+            or not shape_ok
+        ):
+            raise ResultsDirError(
+                f"unit file {path} does not match the plan (expected {rows} rows of "
+                f"{len(SUMMARY_COLUMNS)} columns); {remedy}"
+            )
+        assert estimates is not None
+        return self.records, estimates
 
 
 def load_unit(
@@ -301,35 +352,22 @@ def load_unit(
     ``rows × trials`` estimates, and, given ``code``, that the code it records is ``code``
     (else :class:`StaleUnitError`).  Any problem is one :class:`ResultsDirError` naming the
     file."""
-    remedy = "delete it and rerun the same command to recompute it"
     try:
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as stored:
-            stored_digest = str(stored["config_hash"]) if "config_hash" in stored else None
-            stored_code = str(stored["code"]) if "code" in stored else ""
-            records = stored["rows"]
-            estimates = stored["estimates"] if trials is not None else np.empty((rows, 0))
+            unit = StoredUnit(
+                records=stored["rows"],
+                estimates=stored["estimates"]
+                if trials is not None and "estimates" in stored
+                else None,
+                digest=str(stored["config_hash"]) if "config_hash" in stored else None,
+                code=str(stored["code"]) if "code" in stored else "",
+            )
     except Exception as err:  # zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError
         raise ResultsDirError(
-            f"unit file {path} is unreadable ({type(err).__name__}: {err}); {remedy}"
+            f"unit file {path} is unreadable ({type(err).__name__}: {err}); "
+            "delete it and rerun the same command to recompute it"
         ) from None
-    if stored_digest != digest:
-        raise ResultsDirError(
-            f"unit file {path} belongs to another configuration (config hash "
-            f"{(stored_digest or 'none')[:12]}, this run's {digest[:12]}); {remedy}"
-        )
-    if code is not None and stored_code != code:
-        raise StaleUnitError(
-            f"unit file {path} was computed by other code (code {stored_code or 'unrecorded'}, "
-            f"this run's {code}: the code changed during the run, or the workers run other "
-            "code than the main process); rerun the same command to recompute it"
-        )
-    shape_ok = trials is None or estimates.shape == (rows, trials)
-    if records.dtype.names != SUMMARY_COLUMNS or records.shape != (rows,) or not shape_ok:
-        raise ResultsDirError(
-            f"unit file {path} does not match the plan (expected {rows} rows of "
-            f"{len(SUMMARY_COLUMNS)} columns); {remedy}"
-        )
-    return records, estimates
+    return unit.checked(path, rows=rows, trials=trials, digest=digest, code=code)
 
 
 def assemble(
@@ -340,21 +378,31 @@ def assemble(
     trials: int | None,
     digest: str,
     codes: Sequence[str] | None = None,
+    stored: Mapping[Path, StoredUnit] | None = None,
 ) -> pd.DataFrame:
     """Write ``summary.csv`` (and ``estimates.npz`` when ``trials`` is given) from unit files.
 
     Rows follow the order of ``paths`` (the plan's order), so the files do not
     depend on the order in which units finished.  ``codes`` (one per path): the code
-    identity each unit file must record (:class:`StaleUnitError` otherwise).
+    identity each unit file must record (:class:`StaleUnitError` otherwise).  ``stored``:
+    the content of unit files this process already has (what the workers that wrote them
+    returned), checked in the same way instead of read again.
     """
     import pandas as pd  # imported here: workers, which import this module, never need it
 
     records, matrices = [], []
     expected: Iterable[str | None] = [None] * len(paths) if codes is None else codes
+    known = stored or {}
     for path, code in zip(paths, expected, strict=True):
-        unit_rows, estimates = load_unit(
-            path, rows=rows_per_unit, trials=trials, digest=digest, code=code
-        )
+        unit = known.get(path)
+        if unit is None:
+            unit_rows, estimates = load_unit(
+                path, rows=rows_per_unit, trials=trials, digest=digest, code=code
+            )
+        else:
+            unit_rows, estimates = unit.checked(
+                path, rows=rows_per_unit, trials=trials, digest=digest, code=code
+            )
         records.append(unit_rows)
         matrices.append(estimates)
     columns = {c: np.concatenate([r[c] for r in records]) for c in SUMMARY_COLUMNS}

@@ -1,28 +1,33 @@
 """Run work units in worker processes so that no mechanism can stop the sweep.
 
-A work unit runs in a worker process (loky, joblib's process pool; or a Dask
-cluster).  Whatever the mechanism does, the unit ends with a unit file:
+A task is a short run of work units that one worker computes one after the other
+(batched: one process round trip for several units; :mod:`experiments.harness.execute`
+chooses how many).  A work unit runs in a worker process (loky, joblib's process
+pool; or a Dask cluster).  Whatever the mechanism does, the unit ends with a unit file:
 
 * an exception of any kind, ``SystemExit`` and ``KeyboardInterrupt`` included,
   or a unit past its time limit interrupted in the worker: recorded by the
   worker itself (:mod:`experiments.harness.unit`);
 * the worker process dies (``os._exit``, a segfault, the out-of-memory killer):
-  every unit that was in flight is rerun *alone* in a fresh worker, so the one
-  that kills its worker again is identified and recorded as failed with the
-  worker's exit code, and the innocent ones complete;
+  the units of its task that finished are kept (``progress`` says which), and the
+  first unfinished unit of every task in flight is rerun *alone* in a fresh worker,
+  so the one that kills its worker again is identified and recorded as failed with
+  the worker's exit code; the innocent ones and the rest of the tasks complete;
 * the unit hangs where the worker's own timer cannot reach (C code that never
-  returns to the interpreter): after ``timeout + HARD_LIMIT_GRACE`` seconds the
-  pool is killed, the unit recorded as timed out, the others rerun.
+  returns to the interpreter): ``timeout + HARD_LIMIT_GRACE`` seconds after it
+  started (the end of the task's previous unit, or the task's start) the pool is
+  killed, and the unit recorded as timed out (rerun alone first if its task had
+  others); the other units are rerun.
 
-At most one unit per worker is in flight, so the time since submission is the
-time a unit has been running, and a crash involves at most ``workers`` units.
+At most one task per worker is in flight, so a task's units run from its submission
+on, and a crash involves at most ``workers`` running units.
 
 Workers ignore SIGINT (Ctrl-C reaches the whole process group; only the main
 process reacts, and ends the workers) and exit by themselves within a second
 when the main process disappears (``kill -9``), instead of lingering.
 
-Under ``backend=dask`` the cluster runs the units on its worker threads: a
-dead Dask worker is reported by the scheduler for its own unit, and a unit past
+Under ``backend=dask`` the cluster runs the tasks on its worker threads: a
+dead Dask worker is reported by the scheduler for its own task, and a task past
 its hard limit is recorded and cancelled, though its thread cannot be stopped.
 """
 
@@ -51,12 +56,28 @@ PARENT_CHECK_SECONDS = 1.0
 
 @dataclass
 class Task:
-    """One unit to run: ``function(*arguments)`` in a worker; ``key`` names it to callbacks."""
+    """Units to run in one worker call, in order: ``function(items, *arguments)``, which
+    returns one result per item; ``items`` (at least one) name the units to callbacks."""
 
-    key: Any
+    items: tuple[Any, ...]
     function: Callable[..., Any]
     arguments: tuple[Any, ...]
     started: float = field(default=0.0, compare=False)
+    """When it was submitted (``time.time()``)."""
+
+    def rest(self, start: int) -> Task:
+        """The same task for ``items[start:]``."""
+        return Task(self.items[start:], self.function, self.arguments)
+
+
+Progress = Callable[[Task], "tuple[int, float]"]
+"""How many leading items of a task in flight have finished (their unit files are
+written) and when the last of them did (``time.time()``; 0 if none)."""
+
+
+def no_progress(task: Task) -> tuple[int, float]:
+    """The :data:`Progress` of tasks whose items leave no trace before the task returns."""
+    return 0, 0.0
 
 
 class Pool(Protocol):
@@ -124,7 +145,7 @@ class LokyPool:
         return self._executor
 
     def submit(self, task: Task) -> Future:
-        return self._get().submit(task.function, *task.arguments)
+        return self._get().submit(task.function, task.items, *task.arguments)
 
     def wait(self, futures: Sequence[Future], timeout: float) -> set[Future]:
         return set(wait_futures(futures, timeout=timeout, return_when=FIRST_COMPLETED).done)
@@ -144,7 +165,7 @@ class DaskPool:
         self.client = client
 
     def submit(self, task: Task) -> Any:
-        return self.client.submit(task.function, *task.arguments, pure=False)
+        return self.client.submit(task.function, task.items, *task.arguments, pure=False)
 
     def wait(self, futures: Sequence[Any], timeout: float) -> set[Any]:
         from distributed import wait
@@ -187,17 +208,20 @@ class CtrlC:
 
 @dataclass
 class Supervisor:
-    """Run tasks on ``pool`` with ``workers`` in flight; report each task's end once.
+    """Run tasks on ``pool`` with ``workers`` in flight; report each item's end once.
 
-    ``on_done(task)`` after a task's worker returned (it wrote its unit file);
-    ``on_failed(task, cause)`` when the supervisor must record the unit itself.
+    ``on_done(items, results)`` for items whose worker finished them (they wrote their unit
+    files): ``results`` is the task's return value, one per item, or ``None`` where only
+    ``progress`` knows they finished (their files hold the results); ``on_failed(item,
+    cause)`` when the supervisor must record a unit itself.
     """
 
     pool: Pool
     workers: int
     timeout: float | None
-    on_done: Callable[[Task], None]
-    on_failed: Callable[[Task, str], None]
+    on_done: Callable[[tuple[Any, ...], Sequence[Any] | None], None]
+    on_failed: Callable[[Any, str], None]
+    progress: Progress = no_progress
     pending: deque[Task] = field(default_factory=deque)
     suspects: deque[Task] = field(default_factory=deque)
     inflight: dict[Any, Task] = field(default_factory=dict)
@@ -239,50 +263,94 @@ class Supervisor:
 
     def _submit(self, task: Task) -> None:
         future = self.pool.submit(task)  # may first start the pool's workers: not the unit's time
-        task.started = time.monotonic()
+        task.started = time.time()
         self.inflight[future] = task
 
     def _finish(self, future: Any) -> None:
         task = self.inflight.pop(future)
         try:
-            future.result()
+            results = future.result()
         except self.pool.crashes as err:
             self._crashed(task, err)
             return
-        except Exception as err:  # the worker could not even run the unit: record it
-            self.on_failed(task, f"worker error: {type(err).__name__}: {err}")
+        except Exception as err:  # the worker could not run the rest of the task: record it
+            for item in self._settle(task).items:
+                self.on_failed(item, f"worker error: {type(err).__name__}: {err}")
             return
-        self.on_done(task)
+        self.on_done(task.items, results)
+
+    def _settle(self, task: Task, progress: tuple[int, float] | None = None) -> Task:
+        """Report the items of ``task`` that finished before it stopped (as ``progress``,
+        or :attr:`progress` now, says); return the rest."""
+        finished, _ = self.progress(task) if progress is None else progress
+        if finished:
+            self.on_done(task.items[:finished], None)
+        return task.rest(finished)
 
     def _crashed(self, task: Task, err: BaseException) -> None:
-        """A worker died: the culprit is known if one unit was in flight; otherwise every
-        unit in flight becomes a suspect, to be rerun alone."""
-        batch = [task, *self.inflight.values()]
+        """A worker died: the culprit is known if a task of one unit was alone in flight;
+        otherwise the first unfinished unit of each task in flight becomes a suspect, to be
+        rerun alone, and the units after it go back to the queue."""
+        alone = not self.inflight and len(task.items) == 1
+        stopped = [self._settle(t) for t in (task, *self.inflight.values())]
         self.inflight.clear()
         self.pool.kill()
-        if len(batch) == 1:
-            self.on_failed(task, f"worker died ({_death_cause(err)})")
-        else:
-            self.suspects.extend(batch)
+        if alone and stopped[0].items:
+            self.on_failed(stopped[0].items[0], f"worker died ({_death_cause(err)})")
+            return
+        self._suspect([t for t in stopped if t.items])
+
+    def _suspect(self, stopped: Sequence[Task]) -> None:
+        """Rerun the first unit of each of ``stopped`` alone, and queue the others again.
+
+        The first unit a task has not finished need not be the one that was running: the
+        unit file of a finished unit may still be on its way to the disk
+        (:class:`experiments.base.atomic_files.BackgroundSync`).  A unit is blamed for its
+        worker only once it ran alone.
+        """
+        for rest in reversed(stopped):
+            if len(rest.items) > 1:
+                self.pending.appendleft(rest.rest(1))
+        self.suspects.extend(Task(t.items[:1], t.function, t.arguments) for t in stopped)
 
     def _enforce_hard_limit(self) -> None:
+        """Kill the pool when a unit has run ``timeout + HARD_LIMIT_GRACE`` seconds (since
+        its task started or its task's previous unit finished): record it as timed out if
+        it was its task's only unit, else rerun it alone; keep the finished units and queue
+        the others."""
         if self.timeout is None:
             return
         limit = self.timeout + HARD_LIMIT_GRACE
-        now = time.monotonic()
-        late = [(f, task) for f, task in self.inflight.items() if now - task.started > limit]
+        now = time.time()
+        if all(now - task.started <= limit for task in self.inflight.values()):
+            return
+        progress = {future: self.progress(task) for future, task in self.inflight.items()}
+        late = {
+            future
+            for future, task in self.inflight.items()
+            if now - max(task.started, progress[future][1]) > limit
+        }
         if not late:
             return
         self.pool.kill()
-        for future, task in late:
-            self.inflight.pop(future)
-            self.on_failed(
-                task,
-                f"timed out: the unit took longer than timeout = {self.timeout:g} s "
-                "and its worker was killed",
-            )
-        self.pending.extendleft(reversed(list(self.inflight.values())))
+        stopped = {f: self._settle(task, progress[f]) for f, task in self.inflight.items()}
+        singles = {f for f, task in self.inflight.items() if len(task.items) == 1}
         self.inflight.clear()
+        suspects = []
+        for future, rest in reversed(stopped.items()):
+            if not rest.items:
+                continue
+            if future not in late:
+                self.pending.appendleft(rest)
+            elif future in singles:
+                self.on_failed(
+                    rest.items[0],
+                    f"timed out: the unit took longer than timeout = {self.timeout:g} s "
+                    "and its worker was killed",
+                )
+            else:
+                suspects.append(rest)
+        self._suspect(suspects[::-1])
 
 
 def _death_cause(err: BaseException) -> str:

@@ -45,14 +45,15 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 import mechanisms
+from experiments.base.atomic_files import BackgroundSync, Writer, write_bytes_atomic
 from experiments.base.seeding import noise_rng
 from experiments.harness.code_identity import unit_identity
 from experiments.harness.interval_metrics import (
@@ -367,13 +368,30 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_unit(unit: Unit, settings: Settings, path: Path, digest: str, timeout: float | None) -> int:
-    """Compute a unit and store it atomically at ``path``; return its number of failed rows.
+class UnitResult(NamedTuple):
+    """What a worker returns for a unit it stored: the unit file's rows (a structured
+    array), its estimates (``None`` unless kept) and the identity of the code that
+    computed it."""
+
+    records: np.ndarray
+    estimates: np.ndarray | None
+    code: str
+
+
+def run_unit(
+    unit: Unit,
+    settings: Settings,
+    path: Path,
+    digest: str,
+    timeout: float | None,
+    write: Writer = write_bytes_atomic,
+) -> UnitResult:
+    """Compute a unit and store it atomically at ``path``; return what was stored.
 
     ``digest`` (the sweep's config hash) is stored in the unit file, and so is the
     identity of the code that computes it, as this process loaded it
     (:func:`experiments.harness.code_identity.unit_identity`).  A unit that exceeds
-    ``timeout`` seconds is stored with every row failed.
+    ``timeout`` seconds is stored with every row failed.  ``write`` writes the unit file.
     """
     code = unit_identity(unit)
     try:
@@ -383,5 +401,19 @@ def run_unit(unit: Unit, settings: Settings, path: Path, digest: str, timeout: f
         columns, estimates = failed_unit(unit, settings, str(err)), None
     if settings.keep_estimates and estimates is None:
         estimates = np.full((len(settings.epsilons), settings.trials), np.nan)
-    save_unit(path, columns, estimates, digest, code=code)
-    return int(np.count_nonzero(columns["status"] != "ok"))
+    records = save_unit(path, columns, estimates, digest, code=code, write=write)
+    return UnitResult(records, estimates, code)
+
+
+def run_units(
+    items: Sequence[tuple[Unit, Path]], settings: Settings, digest: str, timeout: float | None
+) -> list[UnitResult]:
+    """:func:`run_unit` for each ``(unit, path)`` in turn (a task of the supervisor), each
+    within its own ``timeout``; the unit files' fsyncs overlap the next units
+    (:class:`experiments.base.atomic_files.BackgroundSync`), and all are on disk when
+    this returns."""
+    with BackgroundSync() as files:
+        return [
+            run_unit(unit, settings, path, digest, timeout, files.write_bytes)
+            for unit, path in items
+        ]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from harness_mechanisms import LAPLACE, tiny_overrides
 
+from experiments.harness import execute
 from experiments.harness.plan import build_plan
 from experiments.harness.results import RUN_FILE, read_summary
 from experiments.run import outcome, run
@@ -62,6 +63,34 @@ def test_a_plugin_that_exits_crashes_or_hangs_fails_only_its_unit(
     assert set(found.values()) == {"ok"}
     line, exit_status = outcome(results)
     assert exit_status == 3 and line.startswith("done with failures: 1 of 6 rows failed")
+    assert not list(results.rglob("*.tmp"))
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "status", "per_task"),
+    [
+        ("os_exit", r"worker died \(exit code EXIT\(4\)\)$", 3),
+        ("segfault", r"worker died \(exit code SIGSEGV\(-11\)\)$", 3),
+        ("segfault", r"worker died \(exit code SIGSEGV\(-11\)\)$", 2),
+        ("blocked_sleep", "timed out: .* and its worker was killed", 3),
+    ],
+)
+def test_a_unit_that_kills_or_hangs_its_worker_mid_task_fails_alone(
+    behaviour, status, per_task, compose_config, tmp_path, monkeypatch
+) -> None:
+    """Units sent to a worker together: the victim (replicate 1) runs after replicate 0 in
+    the same task (``per_task`` 3: one task of 3 units; 2: a second task in flight beside
+    it), and only the victim fails; the units before it are kept, the ones after rerun."""
+    monkeypatch.setattr(execute, "TASKS_PER_WORKER", 1)
+    monkeypatch.setattr(execute, "MAX_UNITS_PER_TASK", per_task)
+    assert execute.units_per_task(6, 2, "loky") == per_task
+    timeout = 3 if "sleep" in behaviour else 600
+    cfg = hostile_sweep(compose_config, behaviour, timeout=timeout)
+    results = run(cfg, results_dir=tmp_path / "out")
+    found = statuses(results)
+    assert re.match(status, found.pop(("hostile", VICTIM)))
+    assert set(found.values()) == {"ok"} and len(found) == 5
+    assert outcome(results)[1] == 3
     assert not list(results.rglob("*.tmp"))
 
 

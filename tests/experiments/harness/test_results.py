@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 
 from experiments.base import atomic_files
-from experiments.base.atomic_files import write_json_atomic, write_text_atomic
+from experiments.base.atomic_files import BackgroundSync, write_json_atomic, write_text_atomic
 from experiments.harness import provenance
 from experiments.harness.metrics import error_metrics, estimates_problem
 from experiments.harness.results import (
     SUMMARY_COLUMNS,
     ResultsDirError,
+    StaleUnitError,
+    StoredUnit,
     assemble,
     config_hash,
     load_unit,
@@ -96,6 +98,21 @@ def test_a_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch) -> None:
     assert os.listdir(tmp_path) == ["run.json"]
 
 
+def test_background_sync_writes_in_order_and_raises_the_first_error(tmp_path: Path) -> None:
+    with BackgroundSync() as files:
+        for i in range(20):
+            files.write_bytes(tmp_path / f"{i:02d}", bytes([i]) * 1000)
+    assert [p.read_bytes() for p in sorted(tmp_path.iterdir())] == [
+        bytes([i]) * 1000 for i in range(20)
+    ]
+    (tmp_path / "taken").mkdir()  # os.replace onto a directory fails
+    with pytest.raises(OSError), BackgroundSync() as files:
+        files.write_bytes(tmp_path / "taken", b"x")
+        files.write_bytes(tmp_path / "after", b"y")
+    assert (tmp_path / "after").read_bytes() == b"y"  # later writes still complete
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
 def test_config_hash_is_canonical() -> None:
     assert config_hash({"a": 1, "b": [0.1, "x"]}) == config_hash({"b": [0.1, "x"], "a": 1})
     assert config_hash({"a": 1}) != config_hash({"a": 1.5})
@@ -130,8 +147,10 @@ def test_open_results_dir(tmp_path: Path) -> None:
 def test_unit_files_round_trip_and_assemble(tmp_path: Path) -> None:
     paths = [tmp_path / "units" / f"{i}.npz" for i in range(2)]
     kept = [np.arange(6.0).reshape(2, 3), -np.arange(6.0).reshape(2, 3)]
+    stored = {}
     for path, dataset, estimates in zip(paths, ["normal", "vertebral"], kept, strict=True):
-        save_unit(path, unit_rows([0.5, 1.0], dataset), estimates, "abc")
+        records = save_unit(path, unit_rows([0.5, 1.0], dataset), estimates, "abc", code="c")
+        stored[path] = StoredUnit(records, estimates, "abc", "c")
     records, estimates = load_unit(paths[1], rows=2, trials=3, digest="abc")
     assert records.dtype.names == SUMMARY_COLUMNS
     np.testing.assert_array_equal(estimates, kept[1])
@@ -141,9 +160,23 @@ def test_unit_files_round_trip_and_assemble(tmp_path: Path) -> None:
     assert tuple(reread.columns) == SUMMARY_COLUMNS
     assert list(reread["subset"]) == [""] * 4 and reread["sd_abs_error"].isna().all()
     assert reread["private"].dtype == bool
-    with np.load(tmp_path / "estimates.npz", allow_pickle=False) as stored:
-        np.testing.assert_array_equal(stored["estimates"], np.concatenate(kept))
-        assert list(stored["dataset"]) == list(summary["dataset"])
+    with np.load(tmp_path / "estimates.npz", allow_pickle=False) as arrays:
+        np.testing.assert_array_equal(arrays["estimates"], np.concatenate(kept))
+        assert list(arrays["dataset"]) == list(summary["dataset"])
+    # what the workers returned is checked like the files and gives the same summary
+    csv = (tmp_path / "summary.csv").read_bytes()
+    assemble(tmp_path, paths, rows_per_unit=2, trials=3, digest="abc", stored=stored)
+    assert (tmp_path / "summary.csv").read_bytes() == csv
+    with pytest.raises(StaleUnitError):
+        assemble(
+            tmp_path,
+            paths,
+            rows_per_unit=2,
+            trials=3,
+            digest="abc",
+            codes=["c", "d"],
+            stored=stored,
+        )
     with pytest.raises(ResultsDirError, match="does not match the plan"):
         load_unit(paths[0], rows=3, trials=None, digest="abc")
     with pytest.raises(ResultsDirError, match=r"0.npz belongs to another configuration"):

@@ -202,7 +202,7 @@ def test_a_writer_killed_mid_sweep_leaves_no_temporary(compose_config, tmp_path,
         unit_dir = todo[0][1].parent
         unit_dir.mkdir(parents=True)
         (unit_dir / f".{todo[0][1].name}.4242.0badc0de.tmp").write_bytes(b"half a unit")
-        execute(todo, *args, **kwargs)
+        return execute(todo, *args, **kwargs)
 
     monkeypatch.setattr(run_module, "execute_units", killed_writer)
     run(compose_config(tiny_overrides(), [LAPLACE]), results_dir=results)
