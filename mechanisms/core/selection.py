@@ -93,7 +93,7 @@ class OrderStatistics:
         if self._block.size == self.size:
             return
         if self.size < MIN_SAMPLED:
-            self.sorted()
+            self._sort_whole()
         else:
             self.prepare(*likely())
 
@@ -106,8 +106,7 @@ class OrderStatistics:
         if old_stop > old_start:  # the new block covers the old one
             start, stop = min(start, old_start), max(stop, old_stop)
         if stop - start >= self.size // 2:  # selection would not pay: sort everything
-            self._x.sort()
-            self._block, self._start = self._x, 0
+            self._sort_whole()
         elif not self._gather(start, stop):
             self._x.partition(sorted({start, stop - 1}))
             self._block, self._start = np.sort(self._x[start:stop]), start
@@ -138,9 +137,15 @@ class OrderStatistics:
         self._block, self._start = gathered, below
         return True
 
+    def _sort_whole(self) -> None:
+        """Sort the whole array in place and make it the block."""
+        self._x.sort()
+        self._block, self._start = self._x, 0
+
     def sorted(self) -> np.ndarray:
         """The whole sorted array (sorts it on first use)."""
-        self.prepare(0, self.size)
+        if self._block.size != self.size:
+            self._sort_whole()
         return self._block
 
     def __getitem__(self, index: int | slice) -> float | np.ndarray:

@@ -17,6 +17,9 @@ from typing import Any
 
 import numpy as np
 
+_FLOAT64 = np.dtype(np.float64)
+"""The dtype of the arrays a release computes with (a singleton: compared with ``is``)."""
+
 
 def check_real(
     value: object,
@@ -103,6 +106,17 @@ def check_data(data: object) -> np.ndarray:
     every mechanism releases from its distribution on the empty dataset (whose
     lower median is the lower bound ``a``; module docstring).
     """
+    if type(data) is np.ndarray and data.dtype is _FLOAT64 and data.ndim == 1:
+        x = data  # the common case (a release's hot path): nothing to convert
+    else:
+        x = _as_data_array(data)
+    if not np.logical_and.reduce(np.isfinite(x)):  # .all(), without its Python wrapper
+        raise ValueError("data contains NaN or infinite values")
+    return x
+
+
+def _as_data_array(data: object) -> np.ndarray:
+    """``data`` as a 1-D float64 array (:func:`check_data`'s rules but finiteness)."""
     if isinstance(data, np.ma.MaskedArray):
         raise ValueError(
             "data must not be a masked array (its masked entries would be read as data); "
@@ -114,10 +128,7 @@ def check_data(data: object) -> np.ndarray:
         raise ValueError("data must be a 1-D array of real numbers") from None
     if array.ndim != 1:
         raise ValueError(f"data must be 1-D, got an array of shape {array.shape}")
-    x = array if array.dtype == np.float64 else _as_float64(array)
-    if not np.logical_and.reduce(np.isfinite(x)):  # .all(), without its Python wrapper
-        raise ValueError("data contains NaN or infinite values")
-    return x
+    return array if array.dtype == np.float64 else _as_float64(array)
 
 
 def _as_float64(array: np.ndarray) -> np.ndarray:
@@ -163,6 +174,8 @@ def check_bounds(bounds: object, *, infinite: bool = False) -> tuple[float, floa
     ``a = -inf`` and ``b = inf`` and any width; NaN and ``a >= b`` are still refused.
     """
     lower, upper = _real_pair(bounds)
+    if lower < upper and upper - lower < math.inf:  # so both are finite (the common case)
+        return lower, upper
     if infinite and not (math.isnan(lower) or math.isnan(upper)):
         if not lower < upper:
             raise ValueError(f"bounds must satisfy a < b, got {bounds!r}")
@@ -189,6 +202,8 @@ def _real_pair(bounds: object) -> tuple[float, float]:
     if type(bounds) in _PLAIN_PAIRS and len(bounds) == 2:  # type: ignore[arg-type]
         first: Any = bounds[0]  # type: ignore[index]
         second: Any = bounds[1]  # type: ignore[index]
+        if type(first) is float and type(second) is float:
+            return first, second
         if (
             type(first) in _PLAIN_REALS
             and type(second) in _PLAIN_REALS
@@ -239,6 +254,8 @@ def check_integer(
 
 def check_size(size: int) -> int:
     """Validate a sample size (a non-negative integer)."""
+    if type(size) is int and size >= 0:  # the common case, without check_integer's messages
+        return size
     return check_integer(size, "size", minimum=0)
 
 

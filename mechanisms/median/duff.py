@@ -38,20 +38,23 @@ section 4.1 step function.  (The paper's range for the second case,
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
 
 from mechanisms.core.bounds import Bound
+from mechanisms.core.data import read_only
 from mechanisms.core.guarantee import Neighbouring, check_neighbours
 from mechanisms.core.interface import Release
 from mechanisms.core.presentation import FigureStyle
 from mechanisms.core.quantiles import check_alpha
 from mechanisms.core.registration import register
-from mechanisms.core.selection import OrderStatistics
+from mechanisms.core.selection import MIN_SAMPLED, OrderStatistics
 from mechanisms.core.validation import check_choice
 from mechanisms.median import error_bounds
 from mechanisms.median.duff_utility import QuantileDistance, gap_utility, quantile_distance
+from mechanisms.sampling.gaps import SIZES_KEPT
 from mechanisms.sampling.piecewise import (
     SAMPLERS,
     PiecewiseUniformRelease,
@@ -88,6 +91,17 @@ def utility(
     if neighbouring is Neighbouring.ADD_REMOVE:  # S' = ∅ has T = a
         distance = np.where(at_lower, np.minimum(distance, n), distance)
     return -distance.astype(np.float64)
+
+
+@lru_cache(maxsize=SIZES_KEPT)
+def all_gap_utilities(n: int, alpha: float, neighbouring: Neighbouring) -> np.ndarray:
+    """``u`` on every gap ``0..n`` (read-only): what :meth:`Duff._release_window`'s score
+    function multiplies by ``ε/2``.  Public (``n`` and the options only), so kept for the
+    last :data:`mechanisms.sampling.gaps.SIZES_KEPT` sizes."""
+    gaps = np.arange(n + 1, dtype=np.int64)
+    if alpha == 0.5 and neighbouring is Neighbouring.ADD_REMOVE:
+        return read_only(gap_utility(n, gaps))
+    return read_only(quantile_distance(n, alpha, neighbouring).gap_utility(gaps))
 
 
 @register
@@ -155,6 +169,11 @@ class Duff(WindowedMechanism):
         half_epsilon = 0.5 * score_epsilon(self.epsilon, n)
         distance = quantile_distance(n, self.alpha, self.neighbouring)
         median = self.alpha == 0.5 and self.neighbouring is Neighbouring.ADD_REMOVE
+        every_gap = None  # log_score on every gap, the same floats, when the data are small
+        if n < MIN_SAMPLED:
+            every_gap = np.multiply(
+                all_gap_utilities(n, self.alpha, self.neighbouring), half_epsilon
+            )
 
         def log_score(gaps: np.ndarray) -> np.ndarray:
             # the median: the paper's step function (the same numbers in fewer steps)
@@ -178,6 +197,7 @@ class Duff(WindowedMechanism):
             true_rank=distance.rank if n else 0,
             sampler=self.sampler,
             relative_score=relative_score,
+            all_scores=every_gap,
         )
 
     def error_bounds(

@@ -48,9 +48,12 @@ up to a constant for ``2i >= N`` and larger by ``ε/2`` below the median
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from mechanisms.core.bounds import Bound
+from mechanisms.core.data import read_only
 from mechanisms.core.guarantee import Neighbouring, check_neighbours
 from mechanisms.core.interface import Release
 from mechanisms.core.presentation import FigureStyle
@@ -63,15 +66,24 @@ from mechanisms.core.quantiles import (
     split_alpha_n,
 )
 from mechanisms.core.registration import register
-from mechanisms.core.selection import OrderStatistics
+from mechanisms.core.selection import MIN_SAMPLED, OrderStatistics
 from mechanisms.core.validation import check_choice
 from mechanisms.median import error_bounds
+from mechanisms.sampling.gaps import SIZES_KEPT
 from mechanisms.sampling.piecewise import (
     SAMPLERS,
     PiecewiseUniformRelease,
     WindowedMechanism,
     score_epsilon,
 )
+
+
+@lru_cache(maxsize=SIZES_KEPT)
+def all_rank_distances(n: int, alpha: float) -> np.ndarray:
+    """``|g|`` on every gap ``0..n`` (read-only): what :meth:`QuantileEM._release_window`'s
+    score function multiplies by ``-ε/(2Δu)``.  Public (``n`` and α only), so kept for the
+    last :data:`mechanisms.sampling.gaps.SIZES_KEPT` sizes."""
+    return read_only(rank_distance(n, alpha, np.arange(n + 1, dtype=np.int64)))
 
 
 @register
@@ -128,6 +140,9 @@ class QuantileEM(WindowedMechanism):
             change *= -scale
             return change
 
+        every_gap = None  # log_score on every gap, the same floats, when the data are small
+        if n < MIN_SAMPLED:
+            every_gap = np.multiply(all_rank_distances(n, alpha), -scale)
         whole, fraction = split_alpha_n(n, alpha)
         mode = whole + (fraction > 0.5)  # the gap index nearest to alpha·n
         return PiecewiseUniformRelease(
@@ -139,6 +154,7 @@ class QuantileEM(WindowedMechanism):
             true_rank=quantile_rank(n, alpha) if n else 0,
             sampler=self.sampler,
             relative_score=relative_score,
+            all_scores=every_gap,
         )
 
     def error_bounds(

@@ -43,6 +43,12 @@ GUESS_SPACING = math.log(2.0**20)
 spacing ``(b − a)/(n + 1)`` before the window selected in advance is too small
 (:func:`likely_positions`)."""
 
+SIZES_KEPT = 1
+"""How many sizes a mechanism keeps the utilities of every gap for (what the ``all_scores`` of
+a small release, :class:`SortedGaps`, are made of): a work unit of a sweep releases one
+dataset at every ε, and the arrays of more sizes (``8·n`` bytes each, for ``n`` below
+:data:`mechanisms.core.selection.MIN_SAMPLED`) would outlive the releases."""
+
 LogScore = Callable[[np.ndarray], np.ndarray]
 """Maps an int64 array of gap indices to their float64 log-scores, element by element (the
 score of a gap does not depend on the other indices in the array)."""
@@ -114,12 +120,19 @@ class SortedGaps(Gaps):
     """Every end point in one array and every log-score from one call (module docstring)."""
 
     def __init__(
-        self, sorted_x: np.ndarray, lower: float, upper: float, log_score: LogScore
+        self,
+        sorted_x: np.ndarray,
+        lower: float,
+        upper: float,
+        log_score: LogScore,
+        all_scores: np.ndarray | None = None,
     ) -> None:
         n = self.n = sorted_x.size
         self._edges = edges = np.empty(n + 2)
         edges[0], edges[1:-1], edges[-1] = lower, sorted_x, upper
-        self._scores = _shape_checked(log_score(np.arange(n + 1, dtype=np.int64)), n + 1)
+        if all_scores is None:
+            all_scores = all_gap_scores(n, log_score)
+        self._scores = all_scores
 
     def edge(self, j: int) -> float:
         return self._edges.item(j)
@@ -191,13 +204,27 @@ class SelectedGaps(Gaps):
         return _shape_checked(self._log_score(np.arange(start, stop, dtype=np.int64)), stop - start)
 
 
-def gaps_of(order: OrderStatistics, lower: float, upper: float, log_score: LogScore) -> Gaps:
+def gaps_of(
+    order: OrderStatistics,
+    lower: float,
+    upper: float,
+    log_score: LogScore,
+    all_scores: np.ndarray | None = None,
+) -> Gaps:
     """The gaps of ``order``'s data, to be read after :meth:`OrderStatistics.select`: from one
     sorted array below :data:`mechanisms.core.selection.MIN_SAMPLED` points (the data are sorted
-    whole there), through the order statistics above."""
+    whole there; ``all_scores``, if given, is :func:`all_gap_scores` of ``log_score``), through
+    the order statistics above."""
     if order.size < MIN_SAMPLED:
-        return SortedGaps(order.sorted(), lower, upper, log_score)
+        return SortedGaps(order.sorted(), lower, upper, log_score, all_scores)
     return SelectedGaps(order, lower, upper, log_score)
+
+
+def all_gap_scores(n: int, log_score: LogScore) -> np.ndarray:
+    """``log_score`` of every gap ``0..n`` (float64, checked to hold one value per gap, not to
+    be finite): what :class:`SortedGaps` reads.  They depend on ``n`` and the mechanism's
+    parameters only, so a mechanism may compute them once for all its releases of one size."""
+    return _shape_checked(log_score(np.arange(n + 1, dtype=np.int64)), n + 1)
 
 
 # ------------------------------------------------------------------- the window
@@ -211,14 +238,15 @@ def window(gaps: Gaps, mode: int, lower: float, upper: float) -> tuple[int, int]
     # Positive-length gaps nearest the mode: the gap itself, or the two gaps
     # around the run of points tied at x_(mode) (one exists since a < b).
     below, not_above = gaps.run(mode)  # below <= mode <= not_above
-    near, lengths = [], []
-    for g in dict.fromkeys((below, mode, not_above)):  # in increasing order, once each
-        length = gaps.edge(g + 1) - gaps.edge(g) if g <= gaps.n else 0.0
-        if length > 0:
-            near.append(g)
-            lengths.append(length)
-    scores = gaps.scores(near)
-    floor = max([score + math.log(length) for score, length in zip(scores, lengths, strict=True)])
+    near, logs, previous = [], [], -1
+    for g in (below, mode, not_above):  # in increasing order
+        if previous < g <= gaps.n:  # once each
+            previous = g
+            length = gaps.edge(g + 1) - gaps.edge(g)
+            if length > 0:
+                near.append(g)
+                logs.append(math.log(length))
+    floor = max([score + log for score, log in zip(gaps.scores(near), logs, strict=True)])
     return _probe(gaps.n, mode, floor, upper - lower, gaps.probe_scores)
 
 
@@ -253,8 +281,13 @@ def _probe(
     if abs(cut) > 2.0**53:
         cut -= 4 * math.ulp(cut)
     scores = scores_of(probes).tolist()
-    out = [i for i in range(len(scores)) if scores[i] < cut]  # never a NaN
-    start = int(probes[out[0]]) + 1 if out and out[0] < left else 0
-    right = [i for i in out if i >= left]
-    stop = int(probes[right[0]]) if right else n + 1
+    start, stop = 0, n + 1
+    for i in range(left):  # the first probe below the cut on either side (never a NaN)
+        if scores[i] < cut:
+            start = int(probes[i]) + 1
+            break
+    for i in range(left, len(scores)):
+        if scores[i] < cut:
+            stop = int(probes[i])
+            break
     return start, stop

@@ -255,6 +255,9 @@ class PiecewiseUniformRelease(Release):
         The race costs ``O(levels)`` per draw (Duff: about ``1416/ε`` levels, at
         most ``n + 1``), inversion ``O(log window)``, so inversion is the
         default (``benchmarks/bench_racing.py``).
+    all_scores:
+        Optional: ``log_score`` of every gap ``0..n``, read instead of calling ``log_score``
+        below :data:`mechanisms.core.selection.MIN_SAMPLED` points.
     """
 
     def __init__(
@@ -269,6 +272,7 @@ class PiecewiseUniformRelease(Release):
         true_rank: int | None = None,
         sampler: str = "inverse_cdf",
         relative_score: RelativeScore | None = None,
+        all_scores: np.ndarray | None = None,
     ) -> None:
         self.sampler = check_choice(sampler, SAMPLERS, "sampler")
         x = _checked_data(sorted_x, lower, upper, mode)
@@ -283,7 +287,7 @@ class PiecewiseUniformRelease(Release):
         self._full_log_masses: np.ndarray | None = None
 
         x.select(lambda: likely_positions(x.size, mode, self.lower, self.upper, log_score))
-        gaps = self._gaps = gaps_of(x, lower, upper, log_score)
+        gaps = self._gaps = gaps_of(x, lower, upper, log_score, all_scores)
         if true_rank is not None or true_value is None:  # x_(0) = a; ceil(n/2): lower median
             k = (self.n + 1) // 2 if true_rank is None else true_rank
             if not 0 <= k <= self.n:
