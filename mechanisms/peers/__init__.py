@@ -12,6 +12,10 @@
   Python 3.11, so it is installed by hand (its module's ``INSTALL``), and its
   ``ImportError`` says so instead of naming the extra.
 
+Their multi-quantile entry points (statistic ``"quantiles"``, base class and release in
+:mod:`mechanisms.peers.quantiles`): ``opendp_quantiles``, ``diffprivlib_quantiles``,
+``tumult_quantiles`` and ``google_dp_quantiles``, one module each.
+
 Each adapter is a :class:`PeerMechanism`: the interface of
 :class:`mechanisms.Mechanism`, the library's own neighbouring relation and
 guarantee, and in ``library`` the top-level package it needs.  The adapters are

@@ -73,6 +73,32 @@ QUANTILE_CLAMP = (0.005, 0.995)
 """The library's ``ClampQuantile``: requested quantiles are moved into this range."""
 
 
+def quantile_tree(
+    sorted_x: np.ndarray, lower: float, upper: float, height: int, branching: int
+) -> Any:
+    """python-dp's ``QuantileTree`` of ``[lower, upper]`` holding the data (one ``add_entry``
+    call per point)."""
+    trees = require("pydp.algorithms.quantile_tree", GoogleDPQuantile.name)
+    tree = trees.QuantileTree(lower, upper, height, branching)
+    deque(map(tree.add_entry, sorted_x.tolist()), maxlen=0)
+    return tree
+
+
+def check_tree(epsilon: float, height: object, branching: object) -> tuple[int, int]:
+    """``(height, branching)`` checked as the library needs them, with the ε it will be
+    called with (module docstring, "Refused parameters"); ``ValueError`` naming each."""
+    if epsilon < MIN_EPSILON:
+        raise ValueError(f"epsilon: the library needs epsilon >= 2**-50, got {epsilon!r}")
+    h = check_integer(height, "height", minimum=1)
+    b = check_integer(branching, "branching", minimum=2)
+    if (b ** (h + 1) - 1) // (b - 1) > MAX_NODES:
+        raise ValueError(
+            f"height, branching: at most {MAX_NODES} nodes (the library's int indices), "
+            f"got {b}^{h} leaves"
+        )
+    return h, b
+
+
 class GoogleDPRelease(Release):
     """Google's quantile tree on one dataset: library draws, no closed-form cdf."""
 
@@ -90,9 +116,7 @@ class GoogleDPRelease(Release):
         self.lower, self.upper, self.n = float(lower), float(upper), int(sorted_x.size)
         self.alpha, self.epsilon = alpha, epsilon
         self.true_value = quantile_value(sorted_x, alpha, lower)
-        trees = require("pydp.algorithms.quantile_tree", GoogleDPQuantile.name)
-        self._tree: Any = trees.QuantileTree(self.lower, self.upper, height, branching)
-        deque(map(self._tree.add_entry, sorted_x.tolist()), maxlen=0)  # one call per point
+        self._tree = quantile_tree(sorted_x, self.lower, self.upper, height, branching)
 
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """``size`` calls of ``compute_quantiles``, each a fresh noisy tree (the library's own
@@ -138,17 +162,8 @@ class GoogleDPQuantile(PeerMechanism):
     ) -> None:
         super().__init__(epsilon=epsilon, delta=delta, bounding=bounding)
         require(self.library, self.name)
-        if self.epsilon < MIN_EPSILON:
-            raise ValueError(f"epsilon: the library needs epsilon >= 2**-50, got {epsilon!r}")
+        self.height, self.branching = check_tree(self.epsilon, height, branching)
         self.alpha = check_alpha(alpha)
-        self.height = check_integer(height, "height", minimum=1)
-        self.branching = check_integer(branching, "branching", minimum=2)
-        nodes = (self.branching ** (self.height + 1) - 1) // (self.branching - 1)
-        if nodes > MAX_NODES:
-            raise ValueError(
-                f"height, branching: at most {MAX_NODES} nodes (the library's int indices), "
-                f"got {self.branching}^{self.height} leaves"
-            )
 
     def source(self) -> str:
         return (

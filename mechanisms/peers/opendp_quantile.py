@@ -200,6 +200,11 @@ class OpenDPRelease(Release):
             )
         self._data = sorted_x.tolist()
 
+    @property
+    def measurement(self) -> Any:
+        """The OpenDP measurement this release invokes (certified at construction)."""
+        return self._measurement
+
     def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """``size`` invocations of the OpenDP measurement (its own RNG; ``rng`` unused)."""
         size = check_size(size)

@@ -212,15 +212,25 @@ class TumultRelease(Release):
         self.true_value = self._exact.true_value
         self._series: Any = None
 
-    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """``size`` calls of the measurement (Tumult's own RNG; ``rng`` is checked, unused)."""
-        size = check_size(size)
-        check_rng(rng)
+    @property
+    def measurement(self) -> Any:
+        """Tumult's ``NoisyQuantile`` this release calls (certified at construction)."""
+        return self._measurement
+
+    @property
+    def series(self) -> Any:
+        """The data as the pandas Series the measurement takes (built on first use)."""
         if self._series is None:
             import pandas as pd  # a dependency of duff-bench; imported when first needed
 
             self._series = pd.Series(self._x, copy=False)
-        measurement, series = self._measurement, self._series
+        return self._series
+
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` calls of the measurement (Tumult's own RNG; ``rng`` is checked, unused)."""
+        size = check_size(size)
+        check_rng(rng)
+        measurement, series = self._measurement, self.series
         return np.array([measurement(series) for _ in range(size)], dtype=np.float64)
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:

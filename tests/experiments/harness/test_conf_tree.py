@@ -42,6 +42,7 @@ CONFIG_HASHES = {
     "multi_quantiles_add_remove": (
         "1f2a461540e5835348b4ee72de6d8d33b8b7b7fa80059c98d59a0b1ada9d54e6"
     ),
+    "multi_quantiles_peers": ("2bff4295ca095b48d59588e2c721a963c06d173c74f0748215ff8356fa1d4528"),
     "peers": "8d29f99d0c983ab73ddeb8103de6984788f46c796c8eacf9e980da4a91053a34",
     "ptr": "d115836cb530bd6c10a552fff03ff0eb979a0cbca041b11486423938419b86e9",
     "quantiles": "3ab7ef556398030885c2b520ebccb54b18e083d0163c480b6f0eed456889c313",
