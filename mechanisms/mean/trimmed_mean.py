@@ -38,7 +38,7 @@ Parameters.  ``t`` minimises the noise scale ``SS_t/s``:
 ``log SS_t + ψ(t)`` with ``ψ`` the log scale per unit of ``SS_t`` —
 LaplaceLN's (:func:`mechanisms.smooth.laplace_ln_tuning.optimal_parameters`, Bun & Steinke's
 section 3.1.1) or, for Student's T, ``ψ(t) = -log(ε - max(1, d)t) + log((d + 1)/(2√d))``
-(convex increasing: :func:`mechanisms.smooth.tuning.minimise`, within ``e^{1e-9}`` over
+(convex increasing: :func:`mechanisms.smooth.tuning.tune`, exact over
 ``[1e-16·t_hi, t_hi]``, ``t_hi = (1 - 1e-9)ε/max(1, d)``; below ``1e-16·t_hi`` ψ
 falls by less than ``1e-15``).  Option ``tuning``: ``"public"`` (default) on the
 public reference data of the same size (``n`` and ``m`` are public under
@@ -84,7 +84,7 @@ from mechanisms.smooth.trimmed_mean import (
     trim_count,
     trimmed_mean,
 )
-from mechanisms.smooth.tuning import TUNINGS, Penalty, minimise
+from mechanisms.smooth.tuning import TUNINGS, Penalty, tune
 
 DEFAULT_TRIM = 0.1
 DEFAULT_DEGREES_OF_FREEDOM = 3.0
@@ -123,7 +123,7 @@ def student_t_parameters(
         with np.errstate(divide="ignore"):
             return np.where(k > slope / epsilon, epsilon / slope - 1.0 / k, 0.0)
 
-    t = minimise(ss.log, Penalty(value=value, inverse_slope=inverse_slope), 1e-16 * hi, hi).beta
+    t = tune(ss, Penalty(value=value, inverse_slope=inverse_slope), 1e-16 * hi, hi).beta
     return NoiseParameters(t=t, s=(epsilon - slope * t) / lipschitz)
 
 

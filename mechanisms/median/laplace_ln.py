@@ -30,8 +30,8 @@ so the log noise scale per unit of ``SS_t`` is
     ψ(t) = (5/2)σ² + log(5σ² + 1) - log ε,   ψ'(t) = (5σ + 1/σ)/ε,
 
 concave for ``σ <= 1/√5`` (``t <= ε/(2√5)``) and convex above.  ``t`` minimises
-``log SS_t + ψ(t)`` (:func:`mechanisms.smooth.tuning.minimise`, within a factor
-``e^{1e-9}`` of the optimal scale), over ``σ <= 2``, i.e.
+``log SS_t + ψ(t)`` (:func:`mechanisms.smooth.tuning.tune`: exact, or within a factor
+``e^{1e-9}`` of the optimal scale by its fallback), over ``σ <= 2``, i.e.
 ``t <= t_max = 5ε·2³/(5·2² + 1)``: larger σ only pays when ``SS_t`` keeps
 falling exponentially (no spread at all around the median), and makes
 ``e^{σY}`` numerically unusable.  The search starts at ``1e-16·t_max``: below

@@ -30,8 +30,9 @@ Parameters (Duff paper, section 6: "α and β are chosen to minimise SS_β/α").
 For fixed β the largest α is (P2) at equality,
 ``α(β) = ε + β - (e^β - 1)L``, positive on ``(0, β_max)``.  The objective
 ``log SS_β - log α(β)`` is convex (``log SS_β`` is a maximum of lines in β and
-``α`` is concave), minimised by :func:`mechanisms.smooth.tuning.minimise` to within a
-factor ``e^{1e-9}`` of the optimal scale over ``β ∈ [1e-12·β_hi, β_hi]``,
+``α`` is concave), minimised by :func:`mechanisms.smooth.tuning.tune` (exactly, from the
+lines ``log A(k) - βk``; or within a factor ``e^{1e-9}`` of the optimal scale by its
+fallback) over ``β ∈ [1e-12·β_hi, β_hi]``,
 ``β_hi = β_max(1 - 1e-9)``; below ``1e-12·β_hi`` the objective can fall by at
 most ``-log(α(1e-12·β_hi)/ε) <= (log(1/δ) - 1)·1e-12 < 1e-9``.
 ``tuning="oracle"`` minimises on the private data (the paper's choice; not
@@ -72,8 +73,8 @@ from mechanisms.smooth.tuning import (
     Penalty,
     TunedNoiseMechanism,
     first_evaluated,
-    minimise,
     reference_smooth_sensitivity,
+    tune,
 )
 
 MIN_LOG_INV_DELTA = 2.0
@@ -187,7 +188,7 @@ def _newton_ratio_form(
     return beta
 
 
-@lru_cache(maxsize=256)  # one object per ε: minimise caches its grid per penalty
+@lru_cache(maxsize=256)  # one object per ε: the fallback search caches its grid per penalty
 def _penalty(epsilon: float, log_inv_delta: float) -> Penalty:
     """``ψ(β) = -log α(β)``: increasing and convex on ``(0, β_max)``."""
     return Penalty(
@@ -224,7 +225,7 @@ def tuned_parameters(
     if interval is None:
         return SmoothLaplaceParameters(beta=0.0, alpha=epsilon), None
     log_inv_delta = -math.log(delta)
-    best = minimise(ss.log, _penalty(epsilon, log_inv_delta), *interval)
+    best = tune(ss, _penalty(epsilon, log_inv_delta), *interval)
     alpha = float(alpha_at(best.beta, epsilon, log_inv_delta))
     return SmoothLaplaceParameters(best.beta, alpha), best.log_ss
 

@@ -20,8 +20,8 @@ from mechanisms.noise.laws import SIGMA_MAX
 from mechanisms.smooth.sensitivity import QuantileSmoothSensitivity
 from mechanisms.smooth.tuning import (
     Penalty,
-    minimise,
     reference_smooth_sensitivity,
+    tune,
 )
 
 
@@ -79,7 +79,7 @@ def _stationary_t(k: np.ndarray, epsilon: float) -> np.ndarray:
     return np.where(ek >= 2.0 * math.sqrt(5.0), t_for_sigma(sigma, epsilon), 0.0)
 
 
-@lru_cache(maxsize=256)  # one object per ε: minimise caches its grid per penalty
+@lru_cache(maxsize=256)  # one object per ε: the fallback search caches its grid per penalty
 def _penalty(epsilon: float) -> Penalty:
     def value(t: np.ndarray) -> np.ndarray:
         sigma = optimal_sigma(t, epsilon)
@@ -117,7 +117,7 @@ def tuned_parameters(
     interval = search_interval(epsilon)
     if interval is None:
         return LaplaceLogNormalParameters(t=0.0, sigma=0.0, s=epsilon), None
-    best = minimise(ss.log, _penalty(epsilon), *interval)
+    best = tune(ss, _penalty(epsilon), *interval)
     t = best.beta
     sigma = min(float(optimal_sigma(t, epsilon)), SIGMA_MAX)  # any σ > t/ε is private
     s = math.exp(-1.5 * sigma**2) * (epsilon - t / sigma)

@@ -114,6 +114,47 @@ class QuantileAddRemove:
         u = self._n - gaps - self._f(gaps)
         return np.maximum(np.maximum(-u, u - 1), 0)
 
+    def log_widths(self, start: int, stop: int) -> np.ndarray:
+        """``ℓ_k = log A(k) = log max{y_j - y_i : c(i, j) <= k}`` for ``start <= k < stop``.
+
+        ``c`` is non-decreasing in ``j`` and the ``y`` are sorted, so each row ``i`` gives
+        its pair of largest ``j`` within the cost.  First case: ``(i, φ(i) - 1)`` when
+        ``φ(i) - 1 > i``, of cost ``φ(i) - i - 2``; a running maximum over the costs.
+        Second case: ``j = floor((k + e_i)/2)`` with ``e_i = n + 2 + D(i)``, valid when
+        ``j >= max(φ(i), i + 1)`` (beyond ``n + 1`` the padded ``y`` is ``b``); that is
+        ``h + floor(e_i/2)`` with ``h = floor(k/2)`` for even ``e_i`` and ``ceil(k/2)`` for
+        odd, so one maximum per parity and ``h``: half the costs.  A row at distance ``t``
+        from the centre pays at least ``t - 1`` (module docstring), so only the rows within
+        ``stop + 1`` of it are read.
+        """
+        n = self._n
+        rows = np.arange(max(0, self.centre - stop - 1), min(n, self.centre + stop + 1) + 1)
+        f = self._f(rows)
+        top = n - f  # φ(i) - 1
+        half_e, odd = np.divmod(n + 2 + rows - f, 2)
+        halves = np.arange(start // 2, (stop + 1) // 2 + 1)
+        first = int(rows[0])
+        last = max(int(halves[-1] + half_e.max()), int(top.max()), int(rows[-1]))
+        y = self._y(np.arange(first, last + 1))
+        low = y[rows - first]
+        # case 1, by cost
+        has_first = top > rows
+        first_costs = np.minimum((top - rows - 1)[has_first], stop)
+        first_best = np.zeros(stop + 1)
+        np.maximum.at(first_best, first_costs, y[top[has_first] - first] - low[has_first])
+        ell = np.maximum.accumulate(first_best)[start:stop]
+        # case 2, per parity of e_i
+        reach = np.maximum(top + 1, rows + 1) - half_e  # the least h giving a valid j
+        costs = np.arange(start, stop)
+        for parity in (0, 1):
+            part = odd == parity
+            if not part.any():
+                continue
+            widths = y[halves[:, None] + half_e[part] - first] - low[part]
+            widths = np.where(halves[:, None] >= reach[part], widths, 0.0).max(axis=1)
+            ell = np.maximum(ell, widths[(costs + parity) // 2 - halves[0]])
+        return log_positive(ell)
+
     def _log_window(self, lo: int, hi: int, beta: float) -> float:
         """``log max (y_j - y_i) e^{-β c(i, j)}`` over ``lo <= i < j <= hi``, and more."""
         n = self._n

@@ -58,7 +58,9 @@ alternating sides:
 computed for any number of β from one array of ``log A(k)`` by
 :mod:`mechanisms.smooth.median_envelope`.  For α ≠ 1/2 there are O(k) candidates per cost
 ``k``, a two-dimensional maximum searched for each β by
-:mod:`mechanisms.smooth.quantile_add_remove`.
+:mod:`mechanisms.smooth.quantile_add_remove`.  For the tuning, every quantile under both
+neighbourings also gives all its ``log A(k)`` as one array
+(:meth:`QuantileSmoothSensitivity.envelope`, :mod:`mechanisms.smooth.cost_envelope`).
 
 Replace-one neighbours (NRS07, Proposition 3.4)
 -----------------------------------------------
@@ -95,7 +97,13 @@ import numpy as np
 
 from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.quantiles import check_alpha, exact_alpha, quantile_rank
-from mechanisms.core.sorted_data import SortedData, monotone_max, order_statistics
+from mechanisms.core.sorted_data import SortedData, log_positive, monotone_max, order_statistics
+from mechanisms.smooth.cost_envelope import (
+    MAX_QUADRATIC_COSTS,
+    CostEnvelope,
+    in_chunks,
+    window_log_widths,
+)
 from mechanisms.smooth.median_envelope import MedianEnvelope
 from mechanisms.smooth.quantile_add_remove import FIRST_WINDOW, QuantileAddRemove
 
@@ -166,6 +174,7 @@ class QuantileSmoothSensitivity:
         self.rank = quantile_rank(n, alpha)  # 0 for the empty set, whose quantile is a
         self._median: MedianEnvelope | None = None
         self._quantile: QuantileAddRemove | None = None
+        self._lines: CostEnvelope | None = None
         # Readers of the data that do not hold this object: the envelopes keep them, and a
         # bound method there would make a reference cycle that keeps the data alive until
         # the cyclic garbage collector runs (a dataset's worth per release at n = 10^7).
@@ -181,6 +190,27 @@ class QuantileSmoothSensitivity:
         else:
             self._quantile = QuantileAddRemove(self._at, n, alpha, self._log_range)
             self.local_sensitivity = self._quantile.local_sensitivity
+
+    def envelope(self) -> CostEnvelope:
+        """The ``ℓ_k = log A(k)`` as one array (:mod:`mechanisms.smooth.cost_envelope`), for
+        ``k <= n`` (``A(n) = b - a``), computed where first asked for and kept."""
+        if self._lines is None:
+            n = self._x.size
+            if self._median is not None:
+                gaps = _median_gaps_reader(self._x, self._at)
+                self._lines = CostEnvelope(
+                    lambda start, stop: log_positive(gaps(start, stop)), n + 1, self._log_range
+                )
+            else:
+                if self._quantile is not None:
+                    values = self._quantile.log_widths
+                else:
+                    at, r = self._at, self.rank
+                    values = lambda start, stop: window_log_widths(at, r, r + 1, start, stop)  # noqa: E731
+                self._lines = CostEnvelope(
+                    in_chunks(values), n + 1, self._log_range, MAX_QUADRATIC_COSTS
+                )
+        return self._lines
 
     def _log_replace_one(self, beta: float) -> float:
         n = self._x.size

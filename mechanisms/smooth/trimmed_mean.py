@@ -61,6 +61,12 @@ from mechanisms.core.data import exact_mean
 from mechanisms.core.quantiles import exact_alpha
 from mechanisms.core.sorted_data import monotone_max, order_statistics
 from mechanisms.core.validation import check_integer, check_real
+from mechanisms.smooth.cost_envelope import (
+    MAX_QUADRATIC_COSTS,
+    CostEnvelope,
+    in_chunks,
+    window_log_widths,
+)
 from mechanisms.smooth.tuning import EvenlySpaced
 
 MAX_TRIM_FRACTION = 0.5
@@ -114,9 +120,27 @@ class TrimmedMeanSmoothSensitivity:
         near = self._at(np.array([m, m + 1, n - m, n - m + 1]))
         count = n - 2 * m
         self.local_sensitivity = float(max(near[3] - near[1], near[2] - near[0]) / count)
+        self._lines: CostEnvelope | None = None
 
     def _at(self, ranks: np.ndarray) -> np.ndarray:
         return order_statistics(self._x, ranks, self._lower, self._upper)
+
+    def envelope(self) -> CostEnvelope | None:
+        """The ``ℓ_k = log A(k)``, ``k <= 2m + 1`` (``A(2m + 1) = (b - a)/N``), as one array
+        (:mod:`mechanisms.smooth.cost_envelope`): the window ``low = m + 1``,
+        ``high = n - m + 1`` of the module docstring's ``A(k)``, less ``log N``."""
+        if self._lines is None:
+            x, lower, upper, m, n = self._x, self._lower, self._upper, self.m, self.n
+            log_count = self._log_count
+
+            def values(start: int, stop: int) -> np.ndarray:  # holds the data, not self
+                at = lambda ranks: order_statistics(x, ranks, lower, upper)  # noqa: E731
+                return window_log_widths(at, m + 1, n - m + 1, start, stop) - log_count
+
+            self._lines = CostEnvelope(
+                in_chunks(values), 2 * m + 2, self._log_width - log_count, MAX_QUADRATIC_COSTS
+            )
+        return self._lines
 
     def _log_window(self, width: int, beta: float) -> float:
         """``log max (x_j - x_i) e^{-β(j - i - N)}`` over the pairs within ``width`` of the window:
@@ -203,6 +227,10 @@ class ReferenceSmoothSensitivity(TrimmedMeanSmoothSensitivity):
 
     def __init__(self, n: int, m: int) -> None:
         super().__init__(EvenlySpaced(n), m, 0.0, 1.0)  # type: ignore[arg-type]
+
+    def envelope(self) -> None:
+        """None: ``SS_β`` is O(1) per β here, so the tuning evaluates it (branch and bound)."""
+        return None
 
     def _log_one(self, beta: float) -> float:
         n, m = self.n, self.m

@@ -7,12 +7,21 @@ Both tuned mechanisms minimise, over the smoothness parameter ``β > 0``,
 the log of their noise scale (``smooth_laplace``: ``ψ = -log α(β)``;
 ``laplace_ln``: ``ψ`` = the log noise standard deviation per unit of ``SS``
 at the best ``σ`` for that ``β``).  ``E(β) = log SS_β`` is a maximum of lines
-``log A(k) - βk`` (``k >= 0``), hence **convex and non-increasing**; the search
-treats it as a black box (``QuantileSmoothSensitivity.log``, which for the median
-under add/remove answers every β from one array of ``log A(k)``:
-:mod:`mechanisms.smooth.median_envelope`), asked once per round for all new points.  ``ψ`` is known
+``log A(k) - βk`` (``k >= 0``), hence **convex and non-increasing**.  ``ψ`` is known
 in closed form: increasing, concave on ``(0, β_c]`` and convex on
 ``[β_c, ∞)`` (``β_c = 0`` for ``smooth_laplace``).
+
+:func:`tune` finds the minimum over ``[lo, hi]`` exactly from the lines themselves where
+the smooth sensitivity has them as one array (:mod:`mechanisms.smooth.cost_envelope`:
+every quantile under both neighbourings, and the trimmed mean): the upper hull of the
+points ``(k, log A(k))`` gives the lines of ``E`` and the interval of each, and the
+minimum is the least ``φ`` at the intervals' ends, ``β_c`` and each line's stationary
+point (:mod:`mechanisms.smooth.exact_search`).  Where there are no such arrays, or they
+would hold more than :data:`mechanisms.smooth.cost_envelope.MAX_QUADRATIC_COSTS` costs
+of an O(K²) source (huge ``n`` at a tiny ε), or ``SS_β`` is in closed form
+(:class:`mechanisms.smooth.trimmed_mean.ReferenceSmoothSensitivity`), the fallback is
+the branch and bound :func:`minimise`, which treats ``E`` as a black box
+(``QuantileSmoothSensitivity.log``), asked once per round for all new points.
 
 :func:`minimise` is a branch and bound over cells ``[p, q]`` of a grid on
 ``[lo, hi]`` (8 geometric points on ``[hi/100, hi]``, plus ``lo`` and ``β_c``).
@@ -58,49 +67,23 @@ consecutive ranks around ``r`` give the same values for any ``1 <= r <= n``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from mechanisms.core.guarantee import Neighbouring
 from mechanisms.core.validation import check_choice, check_integer
+from mechanisms.smooth.cost_envelope import CostEnvelope
+from mechanisms.smooth.exact_search import first_evaluated, minimise_envelope
+from mechanisms.smooth.objective import Minimum, Penalty
 from mechanisms.smooth.selection import SmoothSensitivityMechanism
 from mechanisms.smooth.sensitivity import QuantileSmoothSensitivity
 
 TUNINGS = ("public", "oracle")
 DEFAULT_TOLERANCE = 1e-9
-_GRID = 8
-_FIRST_GRID_POINT = 1e-2  # the initial grid spans [1e-2·hi, hi]; cells below it open on demand
+_GRID = 8  # the initial grid spans [first_evaluated, hi]; cells below it open on demand
 _MAX_SPLIT_RATIO = 16.0  # a wide cell [p, q] is split at q/16 rather than at sqrt(pq)
-
-
-@dataclass(frozen=True)
-class Penalty:
-    """The data-independent part ``ψ`` of the objective.
-
-    ``ψ`` must be concave on ``(0, inflection]`` and convex above;
-    ``inverse_slope(k)`` is the point of the convex part where ``ψ' = k``, or
-    any point left of where ``ψ' > k`` holds throughout (e.g. 0).
-    """
-
-    value: Callable[[np.ndarray], np.ndarray]
-    inverse_slope: Callable[[np.ndarray], np.ndarray]
-    inflection: float = 0.0
-
-
-@dataclass(frozen=True)
-class Minimum:
-    """The minimiser ``beta`` of ``φ = log SS_β + ψ(β)`` and the value ``log_ss + penalty``."""
-
-    beta: float
-    log_ss: float
-    penalty: float
-
-    @property
-    def objective(self) -> float:
-        return self.log_ss + self.penalty
 
 
 def _cell_bounds(t: np.ndarray, e: np.ndarray, penalty: Penalty) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +181,27 @@ def minimise(
     return Minimum(beta=float(t[k]), log_ss=float(e[k]), penalty=float(psi[k]))
 
 
+class SmoothSensitivity(Protocol):
+    """What the tuning reads of a smooth sensitivity: ``log SS_β`` and, where it has them,
+    the lines ``ℓ_k`` (:class:`mechanisms.smooth.cost_envelope.CostEnvelope`)."""
+
+    def log(self, beta: np.ndarray) -> np.ndarray | float: ...
+
+    def envelope(self) -> CostEnvelope | None: ...
+
+
+def tune(ss: SmoothSensitivity, penalty: Penalty, lo: float, hi: float) -> Minimum:
+    """The minimum of ``log SS_β + ψ(β)`` over ``[lo, hi]``: exact from the lines of ``SS``
+    (:func:`mechanisms.smooth.exact_search.minimise_envelope`), or by the branch and bound
+    :func:`minimise` where ``ss`` has no lines or they would be too many
+    (:data:`mechanisms.smooth.cost_envelope.MAX_QUADRATIC_COSTS`)."""
+    if not 0 < lo < hi:
+        raise ValueError(f"need 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
+    envelope = ss.envelope()
+    found = None if envelope is None else minimise_envelope(envelope, penalty, lo, hi)
+    return minimise(ss.log, penalty, lo, hi) if found is None else found
+
+
 @lru_cache(maxsize=64)  # the grid and its ψ depend on (ε, δ) only: once per mechanism
 def _initial_grid(penalty: Penalty, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
     """The grid of :func:`minimise` (8 geometric points on ``[first_evaluated, hi]``, plus
@@ -210,11 +214,6 @@ def _initial_grid(penalty: Penalty, lo: float, hi: float) -> tuple[np.ndarray, n
     psi = penalty.value(grid)
     grid.flags.writeable = psi.flags.writeable = False
     return grid, psi
-
-
-def first_evaluated(lo: float, hi: float) -> float:
-    """The smallest β :func:`minimise` evaluates before it opens cells below the initial grid."""
-    return max(lo, _FIRST_GRID_POINT * hi)
 
 
 def _split_points(p: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -55,9 +55,10 @@ def test_a_tiny_sweep_against_a_hand_computation(compose_config, tmp_path) -> No
         )
 
 
-@pytest.mark.parametrize("name", ["mean", "mode"])
+@pytest.mark.parametrize("name", ["mode"])
 def test_reference_summaries_without_the_columns_still_load(name: str) -> None:
-    """Committed format-5 summaries written before the population columns read, with them NaN."""
+    """Committed format-5 summaries written before the population columns read, with them NaN
+    (the mode reference's; the mean's was rerun with them when the tuning moved, issue 31)."""
     results = results_reader.load(REFERENCES / name)
     assert len(results.summary)
     for column in POPULATION_METRICS:

@@ -385,8 +385,8 @@ def test_public_parameters_are_searched_once_per_size(name, options, monkeypatch
     def no_search(*args, **kwargs):
         raise AssertionError("searched again")
 
-    monkeypatch.setattr(smooth_laplace, "minimise", no_search)
-    monkeypatch.setattr(laplace_ln_tuning, "minimise", no_search)
+    monkeypatch.setattr(smooth_laplace, "tune", no_search)
+    monkeypatch.setattr(laplace_ln_tuning, "tune", no_search)
     for x in datasets(3001).values():
         mechanism.release(x, BOUNDS)
 
