@@ -33,7 +33,7 @@ lint: $(INSTALLED)
 	$(BIN)/mypy
 
 test: lint docs
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 # The documentation, strictly (a warning is an error), into docs/_build/html (git-ignored);
 # docs/_ext/duff_docs.py first writes docs/generated/ (catalogue, config lists, API pages).

@@ -38,7 +38,7 @@ import re
 import signal
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future
 from concurrent.futures import wait as wait_futures
@@ -117,11 +117,33 @@ def _init_worker(parent: int, modules: tuple[str, ...], code: str = "") -> None:
     pin()
 
 
+KEPT_POOLS = 2
+"""Worker pools kept alive between the sweeps of a process (the built-in mechanisms' and
+the last plug-in group's, typically), each idle for at most a minute."""
+_POOLS: OrderedDict[tuple[int, str], tuple[Any, tuple[str, ...]]] = OrderedDict()
+"""(workers, code) -> a live loky executor and the modules its workers imported."""
+
+
+def _usable(executor: Any) -> bool:
+    """Whether a kept loky executor still takes work (a worker that died while it idled
+    breaks it: loky's flags, which its ``submit`` reads)."""
+    flags = executor._flags
+    return flags.broken is None and not flags.shutdown
+
+
+def _drop_pool(key: tuple[int, str], *, kill: bool) -> None:
+    executor, _ = _POOLS.pop(key)
+    executor.shutdown(wait=kill, kill_workers=kill)
+
+
 class LokyPool:
-    """joblib's loky process pool of ``workers`` processes, replaced after a crash;
-    each worker imports ``modules`` when it starts.  The pool is loky's reusable one:
-    a pool of other ``modules`` or ``code`` (the code identity of the parent) replaces
-    the workers of the previous one, so no worker outlives a change of either."""
+    """A pool of ``workers`` loky processes (joblib's), replaced after a crash; each worker
+    imports ``modules`` when it starts.  Pools are kept between the sweeps of a process
+    (:data:`KEPT_POOLS`, keyed by the worker count and ``code``, the parent's identity of
+    the code the workers run): a sweep whose ``modules`` the live workers of its key
+    imported already reuses them; otherwise they are replaced by workers that import the
+    modules of both, so no worker outlives a change of code and a pool serves one
+    isolation group only."""
 
     crashes: tuple[type[BaseException], ...] = (BrokenProcessPool,)
 
@@ -129,20 +151,42 @@ class LokyPool:
         self.workers, self.modules, self.code = workers, tuple(modules), code
         self._executor: Any = None
 
-    def _get(self) -> Any:
-        from joblib.externals.loky import get_reusable_executor
+    @property
+    def _key(self) -> tuple[int, str]:
+        return self.workers, self.code
 
+    def _get(self) -> Any:
         if self._executor is None:
-            self._executor = get_reusable_executor(
-                max_workers=self.workers,
-                initializer=_init_worker,
-                initargs=(os.getpid(), self.modules, self.code),
-                timeout=60,
-            )
-            # Started workers before the first unit, so that a unit's time since
-            # submission is its running time, not a worker's start-up.
-            list(self._executor.map(_ready, range(self.workers)))
+            self._executor = self._kept() or self._start()
         return self._executor
+
+    def _kept(self) -> Any:
+        """The live pool of this key, if its workers imported ``modules`` already."""
+        executor, imported = _POOLS.get(self._key, (None, ()))
+        if executor is None or not set(self.modules) <= set(imported) or not _usable(executor):
+            return None
+        _POOLS.move_to_end(self._key)
+        return executor
+
+    def _start(self) -> Any:
+        from joblib.externals.loky import ProcessPoolExecutor
+
+        modules = tuple(sorted(set(_POOLS.get(self._key, (None, ()))[1]) | set(self.modules)))
+        if self._key in _POOLS:
+            _drop_pool(self._key, kill=False)
+        while len(_POOLS) >= KEPT_POOLS:
+            _drop_pool(next(iter(_POOLS)), kill=False)
+        executor = ProcessPoolExecutor(
+            max_workers=self.workers,
+            initializer=_init_worker,
+            initargs=(os.getpid(), modules, self.code),
+            timeout=60,
+        )
+        _POOLS[self._key] = (executor, modules)
+        # Started workers before the first unit, so that a unit's time since
+        # submission is its running time, not a worker's start-up.
+        list(executor.map(_ready, range(self.workers)))
+        return executor
 
     def submit(self, task: Task) -> Future:
         return self._get().submit(task.function, task.items, *task.arguments)
@@ -152,7 +196,10 @@ class LokyPool:
 
     def kill(self) -> None:
         if self._executor is not None:
-            self._executor.shutdown(wait=True, kill_workers=True)
+            if _POOLS.get(self._key, (None,))[0] is self._executor:
+                _drop_pool(self._key, kill=True)
+            else:
+                self._executor.shutdown(wait=True, kill_workers=True)
             self._executor = None
 
 
