@@ -11,7 +11,8 @@ would change the numbers of every later unit of that class in the same process. 
 under ``backend=loky`` the units are run group by group
 (:func:`experiments.harness.code_identity.isolation_group`): the built-in mechanisms in
 worker processes that never import a plug-in, and the units of each set of plug-in
-modules in worker processes of their own (the pool is replaced between groups).  A
+modules in worker processes of their own (a pool per group, kept between sweeps:
+:class:`experiments.harness.supervisor.LokyPool`).  A
 sweep of built-in mechanisms only is one group, at no cost.  A Dask cluster's workers
 are shared by every unit: there, a plug-in is trusted not to patch other code.
 """
