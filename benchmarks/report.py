@@ -14,7 +14,9 @@ section out) and checks each measurement against the targets of the scaling issu
 * the faster of Duff's two exact samplers is the default (``inverse_cdf``, unless
   racing is faster somewhere);
 * the black-box privacy audit (``bench_black_box_audit.py``) never flags a correct
-  mechanism and detects a 2ε bug (×2 inflation) of each one in every run.
+  mechanism and detects a 2ε bug (×2 inflation) of each one in every run;
+* the targets of issue 31 against an older checkout (``bench_targets.py``): ``figure1``
+  at most 0.4× its time, the gate at most 0.5×, Duff's small release at most 25 µs.
 
 Usage::
 
@@ -304,6 +306,39 @@ def peers_section(peers: dict) -> list[str]:
     return lines
 
 
+def targets_section(targets: dict) -> list[str]:
+    """Issue 31's targets: each sweep's median wall time on both trees, and their ratio."""
+    before, after = targets["medians"]["before"], targets["medians"]["after"]
+    goal = targets["targets"]
+    lines = [
+        f"## Speed targets against {targets['before_commit']} (issue 31)",
+        "",
+        f"`bench_targets.py`: both trees interleaved, {targets['rounds']} rounds each, every "
+        "command a fresh process on 2 cores (wall seconds; CPU seconds of the process tree "
+        "in parentheses; median of the rounds).  Load average after the run: "
+        + ", ".join(f"{x:.1f}" for x in targets["load_average"])
+        + ".",
+        "",
+        "| measurement | before | after | after / before | target | verdict |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    names = {"figure1": "paper-scale `figure1` (`n_jobs=2`)", "gate": "regression gate"}
+    for key, name in names.items():
+        old, new = before[key], after[key]
+        ratio = new["wall"] / old["wall"]
+        lines.append(
+            f"| {name} | {old['wall']:.1f} s ({old['cpu']:.0f}) | {new['wall']:.1f} s "
+            f"({new['cpu']:.0f}) | {ratio:.2f}× | ≤ {goal[key]}× | {verdict(ratio <= goal[key])} |"
+        )
+    old_us, new_us = before["small"]["duff"], after["small"]["duff"]
+    lines.append(
+        f"| Duff release + sample(100), n = 1e3 | {old_us:.1f} µs | {new_us:.1f} µs | "
+        f"{new_us / old_us:.2f}× | ≤ {goal['small_us']:.0f} µs | "
+        f"{verdict(new_us <= goal['small_us'])} |"
+    )
+    return lines
+
+
 def main() -> None:
     lines = [
         "# Benchmarks",
@@ -315,6 +350,9 @@ def main() -> None:
     release, sweep, memory = load("release"), load("sweep"), load("memory")
     racing, power, peers = load("racing"), load("black_box_audit"), load("peers")
     harness, small = labelled("harness*.json"), labelled("small*.json")
+    targets = load("targets")
+    if targets:
+        lines += [*targets_section(targets), ""]
     if release:
         host = release["host"]
         lines += [f"Host: {host['platform']}, {host['cpu_count']} cores.", ""]

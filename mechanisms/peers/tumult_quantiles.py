@@ -30,7 +30,6 @@ from typing import ClassVar
 import numpy as np
 
 from mechanisms.core.registration import register
-from mechanisms.multi.base import Levels
 from mechanisms.multi.release import QuantilesRelease
 from mechanisms.peers.quantiles import PeerQuantiles, PeerQuantilesRelease
 from mechanisms.peers.tumult_quantile import TumultQuantile, TumultRelease, tumult_modules
@@ -53,20 +52,7 @@ class TumultQuantiles(PeerQuantiles):
     installed = TumultQuantile.installed
     check_installed = TumultQuantile.check_installed
 
-    def __init__(
-        self,
-        *,
-        epsilon: float,
-        delta: float | None = None,
-        bounding: str = "clip",
-        alphas: Levels = None,
-        m: int | None = None,
-        neighbours: str = "add_remove",
-    ) -> None:
-        super().__init__(
-            epsilon=epsilon, delta=delta, bounding=bounding, alphas=alphas, m=m,
-            neighbours=neighbours,
-        )  # fmt: skip
+    def _prepare(self) -> None:
         tumult_modules()
         self.per_level = self.level_epsilon(self.d_in)
 

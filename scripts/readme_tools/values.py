@@ -372,6 +372,10 @@ def baseline_numbers(root: Path) -> Numbers:
     return {"gate.cells": str(len(baseline)), "gate.mechanisms": str(mechanisms)}
 
 
+TEST_TARGET_S = 300
+"""Issue 31's target for ``make test`` on the 2-core machine: 5 minutes."""
+
+
 def setup_numbers(root: Path) -> Numbers:
     """How long the set-up commands take (``docs/measured/setup.json``, measured by hand on
     the project's 2-core machine): ``make figure1`` on a fresh clone and again, ``make test``,
@@ -385,6 +389,8 @@ def setup_numbers(root: Path) -> Numbers:
         "setup.install_s": sig(seconds["install"], 2),
         "setup.figure1_s": sig(seconds["figure1"], 2),
         "setup.test_min": fixed(seconds["test"] / 60, 0),
+        "setup.test_s": fixed(seconds["test"], 0),
+        "setup.test_verdict": "met" if seconds["test"] <= TEST_TARGET_S else "**missed**",
         "setup.docs_s": sig(seconds["docs"], 2),
         "setup.docs_cpu_s": sig(value(root, SETUP, "docs", "cpu_seconds"), 2),
         "setup.test_cpu_min": fixed(value(root, SETUP, "test", "cpu_seconds") / 60, 0),
