@@ -6,13 +6,11 @@ failing with probability <= 1e-9 when the sampler is right)."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from harness_mechanisms import PROJECT_ROOT
+from missing_peers import import_errors_without, names_the_extra
 
 import mechanisms
 from mechanisms.core.guarantee import Neighbouring
@@ -45,25 +43,16 @@ def make(name: str, epsilon: float = 1.0, **options: object) -> mechanisms.Mecha
 def test_missing_libraries_hide_them_and_name_the_extra() -> None:
     """Without opendp, diffprivlib and pydp, in a fresh process: not listed, and ``get``
     raises an ImportError naming the extra."""
-    code = (
-        "import sys\n"
-        "sys.modules.update(opendp=None, diffprivlib=None, pydp=None)\n"
-        "import mechanisms\n"
+    lines = import_errors_without(
+        ("opendp", "diffprivlib", "pydp"),
         "names = ['opendp_quantiles', 'diffprivlib_quantiles', 'google_dp_quantiles']\n"
         "assert not set(names) & set(mechanisms.available())\n"
         "for name in names:\n"
-        "    try:\n"
-        "        mechanisms.get(name)\n"
-        "    except ImportError as err:\n"
-        "        print(err)\n"
+        "    report(lambda: mechanisms.get(name))\n",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
-    )
-    lines = done.stdout.splitlines()
     assert len(lines) == 3
     for line, package in zip(lines, ("opendp", "diffprivlib", "pydp"), strict=True):
-        assert f"needs the optional package {package!r}, part of the extra 'peers'" in line
+        assert names_the_extra(line, package)
 
 
 @pytest.mark.parametrize("name", PEERS)

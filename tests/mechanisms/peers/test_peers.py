@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 from harness_mechanisms import PROJECT_ROOT
+from missing_peers import import_errors_without, names_the_extra
 from scipy import stats
 
 from mechanisms import Neighbouring
@@ -44,29 +45,18 @@ def test_missing_libraries_hide_the_peers_and_name_the_extra() -> None:
     """Without opendp and diffprivlib (``sys.modules[...] = None``), in a fresh process:
     the built-in discovery imports the adapter modules, leaves the peers out of
     ``available()``, and ``get``/``make``/the classes raise an ImportError naming the extra."""
-    code = (
-        "import sys\n"
-        "sys.modules.update(opendp=None, diffprivlib=None)\n"
-        "import mechanisms\n"
+    lines = import_errors_without(
+        ("opendp", "diffprivlib"),
         "from mechanisms.peers.opendp_quantile import OpenDPQuantile\n"
         "names = set(mechanisms.available())\n"
         "assert 'duff' in names and not names & {'opendp_quantile', 'diffprivlib_quantile'}\n"
-        "calls = [lambda: mechanisms.get('opendp_quantile'),\n"
-        "         lambda: mechanisms.make('diffprivlib_quantile', epsilon=1.0),\n"
-        "         lambda: OpenDPQuantile(epsilon=1.0)]\n"
-        "for call in calls:\n"
-        "    try:\n"
-        "        call()\n"
-        "    except ImportError as err:\n"
-        "        print(err)\n"
+        "report(lambda: mechanisms.get('opendp_quantile'))\n"
+        "report(lambda: mechanisms.make('diffprivlib_quantile', epsilon=1.0))\n"
+        "report(lambda: OpenDPQuantile(epsilon=1.0))\n",
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
-    )
-    lines = done.stdout.splitlines()
     assert len(lines) == 3
     for line, package in zip(lines, ("opendp", "diffprivlib", "opendp"), strict=True):
-        assert f"needs the optional package {package!r}, part of the extra 'peers'" in line
+        assert names_the_extra(line, package)
         assert 'pip install "duff-bench[peers]"' in line and 'pip install -e ".[peers]"' in line
 
 
