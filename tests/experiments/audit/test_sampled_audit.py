@@ -3,24 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-import pytest
 
 from experiments.audit import cli
 from experiments.audit.exact import factory_for
 from experiments.audit.sampled import audit_by_samples
-from mechanisms.core import registration
-
-HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The no-cdf plug-ins importable, and kept out of the real registry."""
-    monkeypatch.syspath_prepend(str(HERE))
-    registration.load()
-    monkeypatch.setattr(registration, "_REGISTRY", dict(registration._REGISTRY))
 
 
 def test_a_correct_mechanism_without_a_cdf_passes_the_default_audit(plugins, tmp_path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,19 +15,8 @@ from experiments.audit.exact import factory_for, release_of
 from experiments.audit.pairs import LOWER, UPPER, Pair
 from experiments.audit.vector import audit_exact, common_edges, refined_log_probabilities
 from mechanisms import make
-from mechanisms.core import registration
 from mechanisms.multi.joint_exp import JointExpRelease
 from mechanisms.multi.joint_exp_sampler import utility_sensitivity
-
-HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture
-def plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The planted-bug plug-ins importable, and kept out of the real registry."""
-    monkeypatch.syspath_prepend(str(HERE))
-    registration.load()
-    monkeypatch.setattr(registration, "_REGISTRY", dict(registration._REGISTRY))
 
 
 def run(*argv: str) -> list:

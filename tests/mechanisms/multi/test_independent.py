@@ -13,6 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
+from small_neighbours import small_neighbour_pairs
 
 from mechanisms import registry
 from mechanisms.core.registration import configure as real_configure
@@ -92,18 +93,6 @@ def check_marginal_matches_samples(name, nb):
         assert p >= P_MIN, (j, p)
 
 
-def neighbour_pairs(nb, max_n=3):
-    pairs = []
-    for n in range(max_n + 1):
-        for xs in itertools.combinations_with_replacement(VALUES, n):
-            if nb == "add_remove":
-                pairs += [(list(xs), sorted([*xs, v])) for v in VALUES]
-            else:
-                for i, v in itertools.product(range(n), VALUES):
-                    pairs.append((list(xs), sorted([*xs[:i], v, *xs[i + 1 :]])))
-    return pairs
-
-
 def check_level_privacy(name, nb, alphas, eps):
     """Every level's cell probabilities (cells: a grid refined by both datasets' points)
     differ by at most e^{level ε} between neighbours."""
@@ -111,7 +100,7 @@ def check_level_privacy(name, nb, alphas, eps):
     m = len(alphas)  # the share the guarantee rests on, not the mechanism's own attribute
     bound = per_level_epsilon(eps, 1e-6, m) if name == "app_ind_exp" else eps / m
     worst = 0.0
-    for x, xp in neighbour_pairs(nb):
+    for x, xp in small_neighbour_pairs(VALUES, nb, max_size=3):
         cuts = np.union1d(np.union1d(np.linspace(0, 1, 7), x), xp)
         r, rp = mech.release(x, (0.0, 1.0)), mech.release(xp, (0.0, 1.0))
         for j in range(len(alphas)):

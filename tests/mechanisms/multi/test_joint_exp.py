@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from scipy import special, stats
+from small_neighbours import small_neighbour_pairs
 
 from mechanisms import registry
 from mechanisms.multi import joint_exp as jx
@@ -47,20 +48,6 @@ def check_marginal_cdf_matches_samples(nb):
         assert p >= P_MIN, (j, p)
 
 
-def neighbour_pairs(nb):
-    """Every pair over VALUES with n <= 3 (add/remove) or n <= 2 (replace-one)."""
-    max_n = 3 if nb == "add_remove" else 2
-    pairs = []
-    for n in range(max_n + 1):
-        for xs in itertools.combinations_with_replacement(VALUES, n):
-            if nb == "add_remove":
-                pairs += [(list(xs), sorted([*xs, v])) for v in VALUES]
-            else:
-                for i, v in itertools.product(range(n), VALUES):
-                    pairs.append((list(xs), sorted([*xs[:i], v, *xs[i + 1 :]])))
-    return pairs
-
-
 def cell_tuple_log_probabilities(r, x, cuts, m):
     """log P(o lies in the cell tuple τ) for every non-decreasing m-tuple of cells ``cuts``.
 
@@ -89,7 +76,8 @@ def cell_tuple_log_probabilities(r, x, cuts, m):
 def check_joint_privacy(nb, alphas, eps):
     grid = np.linspace(0.0, 1.0, 4)
     worst = 0.0
-    for x, xp in neighbour_pairs(nb):
+    # every pair with n <= 3 (add/remove) or n <= 2 (replace-one)
+    for x, xp in small_neighbour_pairs(VALUES, nb, max_size=3 if nb == "add_remove" else 2):
         cuts = np.union1d(np.union1d(grid, x), xp)
         p = cell_tuple_log_probabilities(release(x, alphas, eps, nb), x, cuts, len(alphas))
         q = cell_tuple_log_probabilities(release(xp, alphas, eps, nb), xp, cuts, len(alphas))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from scipy import stats
+from small_neighbours import small_neighbour_pairs
 
 from mechanisms.multi import joint_exp_sampler as jes
 from mechanisms.multi.joint_exp_sampler import (
@@ -190,26 +191,13 @@ def check_within_gap_uniform(nb: str) -> None:
     assert min(pvals) >= P_MIN, pvals
 
 
-def _neighbour_pairs(nb: str) -> list[tuple[list[float], list[float]]]:
-    values = [0.0, 0.3, 0.5, 1.0]
-    pairs = []
-    for n in range(4):
-        for xs in itertools.combinations_with_replacement(values, n):
-            if nb == "add_remove":
-                pairs += [(list(xs), sorted([*xs, v])) for v in values]
-            else:
-                for i, v in itertools.product(range(n), values):
-                    pairs.append((list(xs), sorted([*xs[:i], v, *xs[i + 1 :]])))
-    return pairs
-
-
 def check_density_ratio(nb: str, alphas: list[float], eps: float) -> None:
     """max_o |log p_X(o) - log p_X'(o)| <= ε on a grid of output tuples, all small pairs."""
     grid = np.union1d((np.arange(24) + 0.5) / 24, [0.0, 0.3, 0.5, 1.0])
     pts = np.array(list(itertools.combinations_with_replacement(grid, len(alphas))))
     al = np.array(alphas)
     worst = 0.0
-    for x, xp in _neighbour_pairs(nb):
+    for x, xp in small_neighbour_pairs([0.0, 0.3, 0.5, 1.0], nb, max_size=3):
         lp = joint_exp_log_density(joint_exp_forward(np.array(x), LO, HI, al, eps, nb), pts)
         lq = joint_exp_log_density(joint_exp_forward(np.array(xp), LO, HI, al, eps, nb), pts)
         worst = max(worst, float(np.max(np.abs(lp - lq))))
